@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "tokenproxy",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "tokenproxy", targets: ["tokenproxy"]),
+        .library(name: "TokenProxyCore", targets: ["TokenProxyCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .target(name: "CSystemShims"),
+        .target(
+            name: "TokenProxyCore",
+            dependencies: [
+                "CCurl",
+                "CSystemShims",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "tokenproxy",
+            dependencies: [
+                "TokenProxyCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "TokenProxyCoreTests",
+            dependencies: [
+                "TokenProxyCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            resources: [.copy("Fixtures")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

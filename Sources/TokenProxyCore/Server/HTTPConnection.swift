@@ -1,0 +1,515 @@
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Settings a connection needs from the configuration.
+public struct ConnectionSettings: Sendable {
+    /// Parser size limits.
+    public var parserLimits: HTTPParserLimits
+    /// The total deadline for a request head (→ 408).
+    public var headerTimeout: Double
+    /// How long an idle keep-alive connection is kept; also the body inactivity deadline.
+    public var idleTimeout: Double
+
+    /// Creates settings; the defaults are the SPEC's.
+    public init(parserLimits: HTTPParserLimits = HTTPParserLimits(), headerTimeout: Double = 10, idleTimeout: Double = 60) {
+        self.parserLimits = parserLimits
+        self.headerTimeout = headerTimeout
+        self.idleTimeout = idleTimeout
+    }
+}
+
+/// One client connection: reads and parses requests, hands each to the handler as an
+/// ``HTTPExchange``, and writes responses, all on one serial queue.
+///
+/// Read back-pressure: the socket is read only while the input buffer is below its mark,
+/// the output buffer below its mark, and the body consumer (if any) not paused. A descriptor
+/// is closed only after both DispatchSources' cancel handlers have run.
+final class HTTPConnection {
+    private static let readSize = 65536
+    private static let inputMark = 65536
+    private static let outputHighMark = 256 * 1024
+    private static let outputLowMark = 64 * 1024
+    private static let lingerSeconds = 2.0
+
+    let queue: DispatchQueue
+    private let descriptor: Int32
+    private let remoteAddress: String
+    private let settings: ConnectionSettings
+    private let handler: any HTTPExchangeHandler
+    private let onClosed: (HTTPConnection) -> Void
+
+    private let readSource: DispatchSourceRead
+    private let writeSource: DispatchSourceWrite
+    private let timer: DispatchSourceTimer
+    private var readSuspended = true
+    private var writeSuspended = true
+    private var pendingCancelHandlers = 2
+
+    private var parser: HTTPRequestParser
+    private var lifecycle = ConnectionStateMachine()
+    private var encoder = ResponseEncoder()
+    private var armedTimer = ConnectionStateMachine.Timer.none
+    private var input: [UInt8] = []
+    private var inputStart = 0
+    private var output: [UInt8] = []
+    private var outputStart = 0
+    private var current: HTTPExchange?
+    private var continueSent = false
+    private var closeWhenFlushed = false
+    private var lingering = false
+    private var closed = false
+
+    init(
+        descriptor: Int32,
+        remoteAddress: String,
+        queue: DispatchQueue,
+        settings: ConnectionSettings,
+        handler: any HTTPExchangeHandler,
+        onClosed: @escaping (HTTPConnection) -> Void
+    ) {
+        self.descriptor = descriptor
+        self.remoteAddress = remoteAddress
+        self.queue = queue
+        self.settings = settings
+        self.handler = handler
+        self.onClosed = onClosed
+        self.parser = HTTPRequestParser(limits: settings.parserLimits)
+        self.readSource = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
+        self.writeSource = DispatchSource.makeWriteSource(fileDescriptor: descriptor, queue: queue)
+        self.timer = DispatchSource.makeTimerSource(queue: queue)
+    }
+
+    /// Starts reading; must run on ``queue``. The sources hold the connection strongly until
+    /// they are cancelled, which is what keeps it alive.
+    func start() {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.readSource.setEventHandler { [self] in self.readable() }
+        self.writeSource.setEventHandler { [self] in self.writable() }
+        self.timer.setEventHandler { [self] in self.timerFired() }
+        let cancelled = { [self] in
+            self.pendingCancelHandlers -= 1
+            if self.pendingCancelHandlers == 0 {
+                Glibc.close(self.descriptor)
+                self.onClosed(self)
+            }
+        }
+        self.readSource.setCancelHandler(handler: cancelled)
+        self.writeSource.setCancelHandler(handler: cancelled)
+        self.timer.schedule(deadline: .distantFuture)
+        self.timer.resume()
+        self.perform(self.lifecycle.accepted())
+        self.updateReadInterest()
+    }
+
+    /// Begins a graceful shutdown: idle connections close, busy ones after their exchange.
+    func drain() {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.perform(self.lifecycle.drain())
+    }
+
+    // MARK: Reading
+
+    private func readable() {
+        guard !self.closed else { return }
+        let count = self.readIntoInput()
+        if self.lingering {
+            // Discard what a closing client still sends; close at its EOF.
+            self.input.removeAll(keepingCapacity: true)
+            self.inputStart = 0
+            if count == 0 { self.closeNow() }
+            return
+        }
+        if count == 0 {
+            self.perform(self.lifecycle.inputEnded())
+            self.updateReadInterest()
+            return
+        }
+        if count < 0 { return }
+        if self.armedTimer == .body {
+            self.arm(.body)
+        }
+        self.process()
+    }
+
+    /// Reads once into the input buffer: the byte count, 0 at EOF, -1 when nothing was read.
+    private func readIntoInput() -> Int {
+        let oldCount = self.input.count
+        self.input.append(contentsOf: repeatElement(0, count: Self.readSize))
+        let result = self.input.withUnsafeMutableBytes { buffer -> Int in
+            // Safe because `buffer` spans oldCount + readSize bytes, just appended above.
+            let target = buffer.baseAddress.map { $0 + oldCount }
+            do {
+                switch try syscall("read", { Glibc.read(self.descriptor, target, Self.readSize) }) {
+                case .processed(let count): return count
+                case .wouldBlock: return -1
+                }
+            } catch {
+                return -2
+            }
+        }
+        self.input.removeLast(Self.readSize - max(result, 0))
+        if result == -2 {
+            self.perform(self.lifecycle.failed())
+            return -1
+        }
+        return result
+    }
+
+    /// Runs the parser over buffered input for as long as there is someone to take the result.
+    private func process() {
+        while !self.closed, self.inputStart < self.input.count {
+            if self.lifecycle.wantsHead {
+                guard self.parseHead() else { break }
+            } else if let exchange = self.current, exchange.bodyHandler != nil, !exchange.bodyPaused,
+                !self.requestBodyDone
+            {
+                guard self.parseBody(exchange) else { break }
+            } else {
+                break
+            }
+        }
+        self.compactInput()
+        self.updateReadInterest()
+    }
+
+    private var requestBodyDone = true
+
+    /// Parses toward the next head; returns whether to keep going.
+    private func parseHead() -> Bool {
+        let (outcome, consumed) = self.parseStep()
+        switch outcome {
+        case .needMoreData:
+            self.perform(self.lifecycle.headBytesReceived())
+            return false
+        case .head(let head):
+            self.perform(self.lifecycle.headBytesReceived())
+            self.startExchange(head)
+            return true
+        case .failed(let error):
+            self.respondToBrokenRequest(error)
+            return false
+        case .body, .end:
+            // The parser yields body events only after a head; treat anything else as broken.
+            _ = consumed
+            self.respondToBrokenRequest(ProxyError(.badRequest, "unexpected body"))
+            return false
+        }
+    }
+
+    /// Parses body bytes for the current exchange; returns whether to keep going.
+    private func parseBody(_ exchange: HTTPExchange) -> Bool {
+        let start = self.inputStart
+        let (outcome, _) = self.parseStep()
+        switch outcome {
+        case .needMoreData:
+            return false
+        case .body(let range):
+            let bytes = Array(self.input[(start + range.lowerBound)..<(start + range.upperBound)])
+            exchange.deliverBody(.bytes(bytes))
+            return true
+        case .end:
+            self.finishRequestBody(exchange)
+            return true
+        case .failed(let error):
+            if exchange.responseStarted {
+                exchange.abort()
+            } else {
+                self.respondToBrokenRequest(error)
+            }
+            return false
+        case .head:
+            return false
+        }
+    }
+
+    private func parseStep() -> (HTTPRequestParser.Outcome, Int) {
+        let start = self.inputStart
+        let result = self.input.withUnsafeBufferPointer { buffer in
+            self.parser.next(UnsafeBufferPointer(rebasing: buffer[start...]))
+        }
+        self.inputStart += result.consumed
+        return result
+    }
+
+    private func finishRequestBody(_ exchange: HTTPExchange) {
+        self.requestBodyDone = true
+        self.bodyEndDelivered = true
+        self.perform(self.lifecycle.requestEnded())
+        exchange.deliverBody(.end)
+    }
+
+    private func startExchange(_ head: HTTPRequestHead) {
+        let hasBody = head.framing != .none && head.framing != .contentLength(0)
+        self.requestBodyDone = false
+        self.continueSent = false
+        self.encoder = ResponseEncoder()
+        let exchange = HTTPExchange(head: head, remoteAddress: self.remoteAddress, queue: self.queue, connection: self)
+        self.current = exchange
+        self.perform(self.lifecycle.headReceived(keepAlive: head.keepAlive, hasBody: hasBody))
+        if !hasBody {
+            // Consume the parser's `.end` so it is ready for the next pipelined request.
+            _ = self.parseStep()
+            self.requestBodyDone = true
+            self.perform(self.lifecycle.requestEnded())
+        }
+        self.handler.handle(exchange)
+    }
+
+    /// Answers a request whose framing is lost (or that timed out) and closes: the error
+    /// goes straight onto the wire, bypassing any exchange, since none can own the stream now.
+    private func respondToBrokenRequest(_ error: ProxyError) {
+        if let exchange = self.current {
+            self.current = nil
+            exchange.connectionClosed()
+        }
+        self.handler.requestRejected(error, remoteAddress: self.remoteAddress)
+        let response = ErrorResponse.response(for: error)
+        var keepAlive = false
+        var encoder = ResponseEncoder()
+        var bytes = encoder.encodeHead(response.head, requestVersion: .http1_1, requestIsHead: false, keepAlive: &keepAlive)
+        encoder.encodeBody(response.body, into: &bytes)
+        self.output.append(contentsOf: bytes)
+        self.perform(self.lifecycle.requestRejected())
+        self.flush()
+    }
+
+    // MARK: Exchange callbacks
+
+    func exchangeWantsBody(_ exchange: HTTPExchange) {
+        guard exchange === self.current, !self.closed else { return }
+        if self.requestBodyDone {
+            if exchange.bodyHandler != nil, !exchange.bodyPaused, !self.bodyEndDelivered {
+                self.bodyEndDelivered = true
+                exchange.deliverBody(.end)
+            }
+            return
+        }
+        if exchange.head.expectsContinue, !self.continueSent, !exchange.responseStarted {
+            // RFC 9110 §10.1.1: the client waits for this before sending the body.
+            self.continueSent = true
+            self.enqueue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+        }
+        self.process()
+    }
+
+    private var bodyEndDelivered = false
+
+    var isWritable: Bool {
+        self.output.count - self.outputStart < Self.outputHighMark
+    }
+
+    func exchangeSendHead(_ exchange: HTTPExchange, _ head: HTTPResponseHead, closeConnection: Bool) {
+        guard exchange === self.current, !self.closed else { return }
+        let stays = self.lifecycle.responseStarted(closeRequested: closeConnection)
+        var keepAlive = stays
+        let bytes = self.encoder.encodeHead(
+            head,
+            requestVersion: exchange.head.version,
+            requestIsHead: exchange.head.isHead,
+            keepAlive: &keepAlive
+        )
+        if keepAlive != stays {
+            _ = self.lifecycle.responseStarted(closeRequested: true)
+        }
+        self.enqueue(bytes)
+    }
+
+    func exchangeSendBody(_ exchange: HTTPExchange, _ bytes: some Collection<UInt8>) {
+        guard exchange === self.current, !self.closed else { return }
+        self.encoder.encodeBody(bytes, into: &self.output)
+        self.flush()
+    }
+
+    func exchangeFinish(_ exchange: HTTPExchange) {
+        guard exchange === self.current, !self.closed else { return }
+        self.encoder.encodeEnd(into: &self.output)
+        self.current = nil
+        self.bodyEndDelivered = false
+        if !self.requestBodyDone {
+            // The rest of the body is never read; the lifecycle closes the connection.
+            self.requestBodyDone = true
+        }
+        let action = self.lifecycle.responseFinished()
+        self.flush()
+        self.perform(action)
+    }
+
+    func exchangeAbort(_ exchange: HTTPExchange) {
+        guard exchange === self.current else { return }
+        self.current = nil
+        self.perform(self.lifecycle.failed())
+    }
+
+    // MARK: Writing
+
+    private func enqueue(_ bytes: [UInt8]) {
+        self.output.append(contentsOf: bytes)
+        self.flush()
+    }
+
+    private func flush() {
+        guard !self.closed else { return }
+        while self.outputStart < self.output.count {
+            let start = self.outputStart
+            let result: IOResult<Int>
+            do {
+                result = try self.output.withUnsafeBytes { buffer throws(SystemError) in
+                    let base = buffer.baseAddress.map { $0 + start }
+                    return try syscall("write") { Glibc.send(self.descriptor, base, buffer.count - start, Int32(MSG_NOSIGNAL)) }
+                }
+            } catch {
+                self.perform(self.lifecycle.failed())
+                return
+            }
+            guard case .processed(let written) = result else {
+                if self.writeSuspended {
+                    self.writeSuspended = false
+                    self.writeSource.resume()
+                }
+                self.updateReadInterest()
+                return
+            }
+            self.outputStart += written
+        }
+        self.output.removeAll(keepingCapacity: self.output.capacity <= Self.outputHighMark)
+        self.outputStart = 0
+        if !self.writeSuspended {
+            self.writeSuspended = true
+            self.writeSource.suspend()
+        }
+        if self.closeWhenFlushed {
+            self.beginLingeringClose()
+        }
+    }
+
+    private func writable() {
+        let wasWritable = self.isWritable
+        self.flush()
+        guard !self.closed else { return }
+        if self.output.count - self.outputStart <= Self.outputLowMark, let exchange = self.current {
+            if !wasWritable || exchange.onWritable != nil {
+                exchange.onWritable?()
+            }
+        }
+        self.updateReadInterest()
+    }
+
+    // MARK: Timers and closing
+
+    private func arm(_ timer: ConnectionStateMachine.Timer) {
+        self.armedTimer = timer
+        switch timer {
+        case .header:
+            self.timer.schedule(deadline: .now() + self.settings.headerTimeout)
+        case .idle, .body:
+            self.timer.schedule(deadline: .now() + self.settings.idleTimeout)
+        case .none:
+            self.timer.schedule(deadline: .distantFuture)
+        }
+    }
+
+    private func timerFired() {
+        guard !self.closed else { return }
+        if self.lingering {
+            self.closeNow()
+            return
+        }
+        self.perform(self.lifecycle.timerFired(self.armedTimer))
+    }
+
+    private func perform(_ action: ConnectionStateMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .arm(let timer):
+            self.arm(timer)
+        case .parseBuffered(let timer):
+            self.arm(timer)
+            if self.inputStart == self.input.count {
+                self.input = []
+                self.inputStart = 0
+            }
+            // Parsing re-enters the handler; do it after the caller's stack unwinds.
+            let bound = QueueBound(self, queue: self.queue)
+            self.queue.async {
+                let connection = bound.value
+                if !connection.closed, connection.lifecycle.wantsHead { connection.process() }
+            }
+        case .respondTimeoutAndClose:
+            self.respondToBrokenRequest(ProxyError(.requestTimeout, "the request did not arrive in time"))
+        case .closeAfterFlush:
+            self.closeWhenFlushed = true
+            if self.output.count == self.outputStart {
+                self.beginLingeringClose()
+            }
+        case .closeNow:
+            self.closeNow()
+        }
+    }
+
+    /// Sends FIN and reads what the client still sends for a short while before closing, so
+    /// that unread request bytes do not make the kernel reset the connection and destroy
+    /// the response the client has not read yet.
+    private func beginLingeringClose() {
+        guard !self.lingering, !self.closed else { return }
+        self.lingering = true
+        shutdown(self.descriptor, Int32(SHUT_WR))
+        self.timer.schedule(deadline: .now() + Self.lingerSeconds)
+        self.updateReadInterest()
+    }
+
+    private func closeNow() {
+        guard !self.closed else { return }
+        self.closed = true
+        if let exchange = self.current {
+            self.current = nil
+            exchange.connectionClosed()
+        }
+        self.timer.cancel()
+        if self.readSuspended {
+            self.readSuspended = false
+            self.readSource.resume()
+        }
+        if self.writeSuspended {
+            self.writeSuspended = false
+            self.writeSource.resume()
+        }
+        self.readSource.cancel()
+        self.writeSource.cancel()
+        self.input = []
+        self.output = []
+    }
+
+    private func compactInput() {
+        if self.inputStart == self.input.count {
+            self.input.removeAll(keepingCapacity: true)
+            self.inputStart = 0
+        } else if self.inputStart > Self.inputMark {
+            self.input.removeFirst(self.inputStart)
+            self.inputStart = 0
+        }
+    }
+
+    private func updateReadInterest() {
+        guard !self.closed else { return }
+        var wanted = self.lingering || (self.input.count - self.inputStart < Self.inputMark && self.isWritable)
+        if let exchange = self.current, exchange.bodyPaused, !self.requestBodyDone {
+            wanted = self.lingering
+        }
+        if wanted, self.readSuspended {
+            self.readSuspended = false
+            self.readSource.resume()
+        } else if !wanted, !self.readSuspended {
+            self.readSuspended = true
+            self.readSource.suspend()
+        }
+    }
+}
+
+@available(*, unavailable)
+extension HTTPConnection: Sendable {}

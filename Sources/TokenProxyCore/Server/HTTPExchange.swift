@@ -1,0 +1,164 @@
+import Dispatch
+
+/// What a handler receives while reading a request body.
+public enum RequestBodyEvent: Sendable, Equatable {
+    /// The next bytes of the body.
+    case bytes([UInt8])
+    /// The body is complete.
+    case end
+}
+
+/// One request and its response on a client connection.
+///
+/// An exchange is confined to its connection's serial ``queue``: every method must be
+/// called there, and every callback runs there. Work on another thread hops back with
+/// `queue.async` (see ``QueueBound``). The body is pulled: nothing is read from the client
+/// until ``readBody(_:)`` is called (which is also when `100 Continue` is sent), and
+/// ``pauseBody()`` stops reading from the socket, so a slow consumer slows the client.
+/// Writing is pushed with back-pressure: when ``isWritable`` turns false, wait for
+/// ``onWritable``.
+public final class HTTPExchange {
+    /// The request head, already checked for framing.
+    public let head: HTTPRequestHead
+    /// The client's numeric address, or `unix`.
+    public let remoteAddress: String
+    /// The serial queue the exchange is confined to.
+    public let queue: DispatchQueue
+    /// When the head was complete, for durations in the access log.
+    public let startTime: ContinuousClock.Instant
+
+    /// Called when the output buffer drained after ``isWritable`` was false.
+    public var onWritable: (() -> Void)?
+    /// Called once if the connection ends before the response finished (client gone, reset).
+    public var onClose: (() -> Void)?
+
+    private weak var connection: HTTPConnection?
+    private(set) var bodyHandler: ((RequestBodyEvent) -> Void)?
+    private(set) var bodyPaused = false
+    /// Whether ``sendHead(_:)`` (or ``respond(_:)``) was called.
+    public private(set) var responseStarted = false
+    /// Whether ``finish()`` or ``abort()`` was called, or the connection ended.
+    public private(set) var isComplete = false
+    /// Response status and body bytes sent, for the access log.
+    public private(set) var responseStatus: Int?
+    /// Body bytes handed to ``sendBody(_:)``.
+    public private(set) var responseBodyBytes = 0
+
+    init(head: HTTPRequestHead, remoteAddress: String, queue: DispatchQueue, connection: HTTPConnection) {
+        self.head = head
+        self.remoteAddress = remoteAddress
+        self.queue = queue
+        self.connection = connection
+        self.startTime = .now
+    }
+
+    /// Starts delivering the request body to `handler`: bytes as they arrive, then `.end`.
+    /// A request without a body gets `.end` at once.
+    public func readBody(_ handler: @escaping (RequestBodyEvent) -> Void) {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        guard self.bodyHandler == nil, !self.isComplete else { return }
+        self.bodyHandler = handler
+        self.connection?.exchangeWantsBody(self)
+    }
+
+    /// Stops reading the body from the client until ``resumeBody()``.
+    public func pauseBody() {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.bodyPaused = true
+    }
+
+    /// Resumes reading the body.
+    public func resumeBody() {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        guard self.bodyPaused else { return }
+        self.bodyPaused = false
+        self.connection?.exchangeWantsBody(self)
+    }
+
+    /// Whether more body bytes can be sent without growing the output buffer past its mark.
+    public var isWritable: Bool {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        return self.connection?.isWritable ?? false
+    }
+
+    /// Sends the response head. The connection adds the framing fields.
+    public func sendHead(_ head: HTTPResponseHead) {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        guard !self.responseStarted, !self.isComplete else { return }
+        self.responseStarted = true
+        self.responseStatus = head.status
+        self.connection?.exchangeSendHead(self, head, closeConnection: false)
+    }
+
+    /// Sends part of the response body.
+    public func sendBody(_ bytes: some Collection<UInt8>) {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        guard self.responseStarted, !self.isComplete else { return }
+        self.responseBodyBytes += bytes.count
+        self.connection?.exchangeSendBody(self, bytes)
+    }
+
+    /// Ends the response.
+    public func finish() {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        guard self.responseStarted, !self.isComplete else { return }
+        self.isComplete = true
+        self.connection?.exchangeFinish(self)
+    }
+
+    /// Sends a complete in-memory response and finishes.
+    public func respond(_ response: HTTPResponse) {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        guard !self.responseStarted, !self.isComplete else { return }
+        self.responseStarted = true
+        self.responseStatus = response.head.status
+        self.responseBodyBytes = response.body.count
+        self.connection?.exchangeSendHead(self, response.head, closeConnection: response.closeConnection)
+        self.connection?.exchangeSendBody(self, response.body)
+        self.isComplete = true
+        self.connection?.exchangeFinish(self)
+    }
+
+    /// Ends the exchange without completing the response: the client connection is closed,
+    /// so the client can tell the body is incomplete (never a fake complete body).
+    public func abort() {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        guard !self.isComplete else { return }
+        self.isComplete = true
+        self.connection?.exchangeAbort(self)
+    }
+
+    /// Called by the connection when it ends before the exchange completed.
+    func connectionClosed() {
+        guard !self.isComplete else { return }
+        self.isComplete = true
+        let callback = self.onClose
+        self.onClose = nil
+        self.onWritable = nil
+        self.bodyHandler = nil
+        callback?()
+    }
+
+    func deliverBody(_ event: RequestBodyEvent) {
+        self.bodyHandler?(event)
+    }
+}
+
+@available(*, unavailable)
+extension HTTPExchange: Sendable {}
+
+/// Serves exchanges: the seam between the HTTP server and what the proxy does with a request.
+public protocol HTTPExchangeHandler: Sendable {
+    /// Called on the exchange's queue once a request head is complete. The handler must
+    /// eventually respond (``HTTPExchange/respond(_:)``, or head, body and finish) or abort.
+    func handle(_ exchange: HTTPExchange)
+
+    /// Called when the connection rejects a request before any exchange could own it
+    /// (malformed framing, header deadline), after the error answer was queued; for logs.
+    func requestRejected(_ error: ProxyError, remoteAddress: String)
+}
+
+extension HTTPExchangeHandler {
+    /// Rejections are not reported by default.
+    public func requestRejected(_ error: ProxyError, remoteAddress: String) {}
+}

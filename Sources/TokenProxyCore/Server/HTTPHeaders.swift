@@ -1,0 +1,101 @@
+/// An ordered list of header fields, as received or to be sent.
+///
+/// Names keep the case they arrived in; look-ups compare names case-insensitively
+/// (RFC 9110 §5.1). Order and duplicates are preserved, since a proxy must not merge
+/// fields it does not understand.
+public struct HTTPHeaders: Sendable, Equatable, Sequence {
+    /// One header field.
+    public struct Field: Sendable, Equatable {
+        /// The field name, as received.
+        public var name: String
+        /// The field value with surrounding whitespace removed.
+        public var value: String
+    }
+
+    private var fields: [Field] = []
+
+    /// An empty header list.
+    public init() {}
+
+    /// A header list with `pairs` in order.
+    public init(_ pairs: [(String, String)]) {
+        self.fields = pairs.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    /// The number of fields, duplicates included.
+    public var count: Int { self.fields.count }
+
+    /// Appends a field.
+    public mutating func add(name: String, value: String) {
+        self.fields.append(Field(name: name, value: value))
+    }
+
+    /// Removes every field named `name` and appends one with `value`.
+    public mutating func replaceOrAdd(name: String, value: String) {
+        self.remove(name: name)
+        self.add(name: name, value: value)
+    }
+
+    /// Removes every field named `name`.
+    public mutating func remove(name: String) {
+        self.fields.removeAll { $0.name.equalsIgnoringASCIICase(name) }
+    }
+
+    /// Removes every field whose lowercased name is in `lowercasedNames`.
+    public mutating func remove(lowercasedNames: Set<String>) {
+        self.fields.removeAll { lowercasedNames.contains($0.name.lowercased()) }
+    }
+
+    /// The values of every field named `name`, in order.
+    public func values(_ name: String) -> [String] {
+        self.fields.lazy.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
+    }
+
+    /// The first value of the field named `name`.
+    public func first(_ name: String) -> String? {
+        self.fields.first { $0.name.equalsIgnoringASCIICase(name) }?.value
+    }
+
+    /// Whether any field is named `name`.
+    public func contains(_ name: String) -> Bool {
+        self.fields.contains { $0.name.equalsIgnoringASCIICase(name) }
+    }
+
+    /// The comma-separated list elements of every field named `name`, trimmed, lowercased,
+    /// empty elements dropped (RFC 9110 §5.6.1).
+    public func tokens(_ name: String) -> [String] {
+        self.values(name).flatMap { value in
+            value.split(separator: ",").compactMap { element -> String? in
+                let trimmed = element.trimmingHTTPWhitespace()
+                return trimmed.isEmpty ? nil : trimmed.lowercased()
+            }
+        }
+    }
+
+    /// Iterates the fields in order.
+    public func makeIterator() -> IndexingIterator<[Field]> {
+        self.fields.makeIterator()
+    }
+}
+
+extension StringProtocol {
+    /// Compares two strings ignoring the case of ASCII letters only, as header names and
+    /// tokens are compared (RFC 9110 §5.1).
+    func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
+        let a = self.utf8
+        let b = other.utf8
+        guard a.count == b.count else { return false }
+        return zip(a, b).allSatisfy { x, y in
+            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+        }
+    }
+
+    /// The string without leading and trailing spaces and horizontal tabs (RFC 9110 OWS).
+    func trimmingHTTPWhitespace() -> String {
+        let isOWS: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let start = self.firstIndex(where: { !isOWS($0) }),
+            let end = self.lastIndex(where: { !isOWS($0) })
+        else { return "" }
+        return String(self[start...end])
+    }
+}

@@ -1,0 +1,186 @@
+import Dispatch
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The inbound HTTP/1.1 server: listening sockets on Dispatch, one serial queue per
+/// connection, and a limit on open connections.
+///
+/// Each listener accepts on its own queue; each accepted connection gets a serial queue of
+/// its own targeting a shared concurrent queue, so connections run in parallel while each
+/// stays single-threaded.
+public final class HTTPServer: Sendable {
+    private struct Registry {
+        var connections: [ObjectIdentifier: QueueBound<HTTPConnection>] = [:]
+        var listeners: [Listener] = []
+        var draining = false
+        var drainCompletions: [@Sendable () -> Void] = []
+    }
+
+    private let settings: ConnectionSettings
+    private let maxConnections: Int
+    private let handler: any HTTPExchangeHandler
+    private let logger: Logger
+    private let workQueue = DispatchQueue(label: "tokenproxy.connections", attributes: .concurrent)
+    private let registry = Mutex(Registry())
+
+    /// Creates a server; ``bind(_:)`` starts listening.
+    public init(settings: ConnectionSettings, maxConnections: Int, handler: any HTTPExchangeHandler, logger: Logger) {
+        self.settings = settings
+        self.maxConnections = maxConnections
+        self.handler = handler
+        self.logger = logger
+    }
+
+    /// The number of open client connections.
+    public var openConnections: Int {
+        self.registry.withLock { $0.connections.count }
+    }
+
+    /// Listens on `address` and starts accepting; returns the address actually bound.
+    @discardableResult
+    public func bind(_ address: ListenAddress) throws(SystemError) -> ListenAddress {
+        let bound = try Socket.listen(on: address)
+        let queue = DispatchQueue(label: "tokenproxy.accept.\(bound.address)")
+        let listener = Listener(descriptor: bound.descriptor, address: bound.address, queue: queue) { [self] descriptor, peer in
+            self.accepted(descriptor, peer: peer)
+        }
+        self.registry.withLock { $0.listeners.append(listener) }
+        listener.start()
+        return bound.address
+    }
+
+    private func accepted(_ descriptor: Int32, peer: String) {
+        let queue = DispatchQueue(label: "tokenproxy.connection", target: self.workQueue)
+        let admitted = self.registry.withLock { registry -> Bool in
+            !registry.draining && registry.connections.count < self.maxConnections
+        }
+        guard admitted else {
+            Self.refuse(descriptor, draining: self.registry.withLock { $0.draining })
+            self.logger.warning("connection refused", metadata: ["client": "\(peer)", "open": "\(self.openConnections)"])
+            return
+        }
+        let connection = HTTPConnection(
+            descriptor: descriptor,
+            remoteAddress: peer,
+            queue: queue,
+            settings: self.settings,
+            handler: self.handler
+        ) { [self] connection in
+            self.closed(connection)
+        }
+        let bound = QueueBound(connection, queue: queue)
+        self.registry.withLock { $0.connections[ObjectIdentifier(connection)] = bound }
+        queue.async {
+            bound.value.start()
+        }
+    }
+
+    /// Answers a connection over the limit with 503 and closes it. The answer is small enough
+    /// to fit the socket buffer, so one non-blocking send suffices.
+    private static func refuse(_ descriptor: Int32, draining: Bool) {
+        let error =
+            draining
+            ? ProxyError(.shuttingDown, "the proxy is shutting down")
+            : ProxyError(.tooManyConnections, "too many open connections")
+        let response = ErrorResponse.response(for: error)
+        var keepAlive = false
+        var encoder = ResponseEncoder()
+        var bytes = encoder.encodeHead(response.head, requestVersion: .http1_1, requestIsHead: false, keepAlive: &keepAlive)
+        encoder.encodeBody(response.body, into: &bytes)
+        _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        shutdown(descriptor, Int32(SHUT_WR))
+        Glibc.close(descriptor)
+    }
+
+    private func closed(_ connection: HTTPConnection) {
+        let completions = self.registry.withLock { registry -> [@Sendable () -> Void] in
+            registry.connections[ObjectIdentifier(connection)] = nil
+            guard registry.draining, registry.connections.isEmpty else { return [] }
+            defer { registry.drainCompletions = [] }
+            return registry.drainCompletions
+        }
+        completions.forEach { $0() }
+    }
+
+    /// Stops accepting, lets in-flight exchanges finish and closes idle connections; calls
+    /// `completion` once every connection is closed.
+    public func drain(completion: @escaping @Sendable () -> Void) {
+        let (listeners, connections, done) = self.registry.withLock { registry in
+            registry.draining = true
+            let listeners = registry.listeners
+            registry.listeners = []
+            if !registry.connections.isEmpty {
+                registry.drainCompletions.append(completion)
+            }
+            return (listeners, Array(registry.connections.values), registry.connections.isEmpty)
+        }
+        listeners.forEach { $0.close() }
+        for connection in connections {
+            connection.execute { $0.drain() }
+        }
+        if done {
+            completion()
+        }
+    }
+
+    /// Stops accepting on every listener without touching open connections.
+    public func closeListeners() {
+        let listeners = self.registry.withLock { registry in
+            defer { registry.listeners = [] }
+            return registry.listeners
+        }
+        listeners.forEach { $0.close() }
+    }
+}
+
+/// One listening socket whose accept loop runs on a DispatchSource.
+///
+/// `@unchecked Sendable`: after `init`, the source is only resumed and cancelled, and
+/// DispatchSource makes both thread-safe; the address is immutable.
+final class Listener: @unchecked Sendable {
+    private let source: DispatchSourceRead
+    let address: ListenAddress
+
+    init(
+        descriptor: Int32,
+        address: ListenAddress,
+        queue: DispatchQueue,
+        onAccept: @escaping @Sendable (Int32, String) -> Void
+    ) {
+        self.address = address
+        let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
+        source.setEventHandler {
+            // Accept everything pending; a burst of connections is one wake-up.
+            while true {
+                do {
+                    guard case .processed(let (client, peer)) = try Socket.accept(descriptor) else { return }
+                    onAccept(client, peer)
+                } catch {
+                    // EMFILE, ECONNABORTED and the like: try again on the next readiness event.
+                    return
+                }
+            }
+        }
+        source.setCancelHandler {
+            Glibc.close(descriptor)
+            if case .unix(let path) = address {
+                unlink(path)
+            }
+        }
+        self.source = source
+    }
+
+    func start() {
+        self.source.resume()
+    }
+
+    func close() {
+        self.source.cancel()
+    }
+}

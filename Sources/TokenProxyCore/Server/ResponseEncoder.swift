@@ -1,0 +1,98 @@
+/// Turns response heads and body parts into bytes for an HTTP/1.x client, choosing the
+/// framing (RFC 9112 §6): `Content-Length` when the length is known, chunked for an
+/// HTTP/1.1 client otherwise, and end-of-connection for an HTTP/1.0 client.
+struct ResponseEncoder: Sendable {
+    enum Framing: Sendable, Equatable {
+        /// No body is sent at all (HEAD, 1xx, 204, 304).
+        case noBody
+        case contentLength
+        case chunked
+        /// The body ends when the connection closes.
+        case untilClose
+    }
+
+    /// Header names the encoder owns; a handler's values for them are dropped.
+    static let framingHeaders: Set<String> = ["content-length", "transfer-encoding", "connection", "keep-alive"]
+
+    private(set) var framing: Framing = .noBody
+
+    /// Encodes the status line and header section. `keepAlive` is whether the connection stays
+    /// open; it returns false when the framing chosen forces a close.
+    mutating func encodeHead(
+        _ head: HTTPResponseHead,
+        requestVersion: HTTPVersion,
+        requestIsHead: Bool,
+        keepAlive: inout Bool
+    ) -> [UInt8] {
+        if head.forbidsBody || requestIsHead {
+            self.framing = .noBody
+        } else if head.contentLength != nil {
+            self.framing = .contentLength
+        } else if requestVersion == .http1_1 {
+            self.framing = .chunked
+        } else {
+            self.framing = .untilClose
+            keepAlive = false
+        }
+
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        bytes.append(contentsOf: "HTTP/1.1 \(head.status) \(head.reason ?? ReasonPhrase.for(head.status))\r\n".utf8)
+        for field in head.headers {
+            // Field names and values come from the upstream or our own code; anything that could
+            // split the header section is dropped rather than sent (RFC 9110 §5.5).
+            guard HTTPGrammar.isToken(field.name), HTTPGrammar.isValidFieldValue(field.value.utf8),
+                !Self.framingHeaders.contains(field.name.lowercased())
+            else { continue }
+            bytes.append(contentsOf: field.name.utf8)
+            bytes.append(contentsOf: ": ".utf8)
+            bytes.append(contentsOf: field.value.utf8)
+            bytes.append(contentsOf: "\r\n".utf8)
+        }
+        switch self.framing {
+        case .contentLength:
+            bytes.append(contentsOf: "Content-Length: \(head.contentLength ?? 0)\r\n".utf8)
+        case .chunked:
+            bytes.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
+        case .noBody:
+            // RFC 9110 §8.6: a HEAD answer may carry the length the GET would have had.
+            if requestIsHead, let length = head.contentLength, !head.forbidsBody {
+                bytes.append(contentsOf: "Content-Length: \(length)\r\n".utf8)
+            }
+        case .untilClose:
+            break
+        }
+        if !(100..<200).contains(head.status) {
+            if !keepAlive {
+                bytes.append(contentsOf: "Connection: close\r\n".utf8)
+            } else if requestVersion == .http1_0 {
+                bytes.append(contentsOf: "Connection: keep-alive\r\n".utf8)
+            }
+        }
+        bytes.append(contentsOf: "\r\n".utf8)
+        return bytes
+    }
+
+    /// Appends one body part in the chosen framing to `output`.
+    func encodeBody(_ part: some Collection<UInt8>, into output: inout [UInt8]) {
+        guard !part.isEmpty else { return }
+        switch self.framing {
+        case .noBody:
+            return
+        case .contentLength, .untilClose:
+            output.append(contentsOf: part)
+        case .chunked:
+            output.append(contentsOf: String(part.count, radix: 16).utf8)
+            output.append(contentsOf: "\r\n".utf8)
+            output.append(contentsOf: part)
+            output.append(contentsOf: "\r\n".utf8)
+        }
+    }
+
+    /// Appends the end of the body (the last chunk for chunked framing).
+    func encodeEnd(into output: inout [UInt8]) {
+        if self.framing == .chunked {
+            output.append(contentsOf: "0\r\n\r\n".utf8)
+        }
+    }
+}

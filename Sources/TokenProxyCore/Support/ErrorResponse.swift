@@ -1,0 +1,52 @@
+import Foundation
+
+/// Renders a ``ProxyError`` as the response the proxy sends: the single place where an error
+/// becomes a status line, a JSON body and the `X-Tokenproxy-Error` header (SPEC "Behaviour" 9).
+public enum ErrorResponse {
+    /// The header naming the error code on every response the proxy produces itself.
+    public static let errorHeaderName = "X-Tokenproxy-Error"
+
+    private struct Body: Encodable {
+        var error: String
+        var message: String
+        var route: String?
+        var provider: String?
+    }
+
+    /// The complete response for `error`.
+    public static func response(for error: ProxyError) -> HTTPResponse {
+        let body = Body(
+            error: error.code.description,
+            message: error.message,
+            route: error.route,
+            provider: error.provider
+        )
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: errorHeaderName, value: error.code.description)
+        headers.add(name: "Cache-Control", value: "no-store")
+        if error.code == .methodNotAllowed {
+            // RFC 9110 §15.5.6: a 405 lists the methods the target does support.
+            headers.add(name: "Allow", value: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+        }
+        return HTTPResponse(
+            status: error.code.status,
+            headers: headers,
+            body: JSONOutput.encode(body),
+            closeConnection: error.code.closesConnection
+        )
+    }
+}
+
+/// Serializes the proxy's own JSON bodies (errors, admin documents) with stable key order.
+enum JSONOutput {
+    /// Encodes `value` as compact JSON with sorted keys and a trailing newline.
+    static func encode(_ value: some Encodable) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding plain structs of strings and numbers cannot fail; an empty object is a safe fallback.
+        var bytes = (try? encoder.encode(value)).map { [UInt8]($0) } ?? Array("{}".utf8)
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes
+    }
+}
