@@ -18,6 +18,7 @@ public enum ListenAddress: Sendable, Equatable, CustomStringConvertible {
     case inet(host: String, port: UInt16)
     case unix(path: String)
     public var isLoopback: Bool { true }
+    public init(parsing: String) throws { self = .inet(host: "127.0.0.1", port: 0) }
     public var description: String {
         switch self {
         case .inet(let h, let p): return h.contains(":") ? "[\(h)]:\(p)" : "\(h):\(p)"
@@ -85,4 +86,19 @@ public struct ProxyConfiguration: Sendable, Equatable {
     public var limits = Limits()
     public var providers: [String: ProviderConfiguration] = [:]
     public var routes: [RouteConfiguration] = []
+}
+public struct ConfigurationProblem: Sendable, Equatable, CustomStringConvertible {
+    public var path: String
+    public var message: String
+    public var description: String { "\(path): \(message)" }
+}
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public var problems: [ConfigurationProblem]
+    public var description: String { problems.map(\.description).joined(separator: "\n") }
+}
+extension ProxyConfiguration {
+    public static func defaultPath(environment: [String: String]) -> String { environment["TOKENPROXY_CONFIG"] ?? "./proxy.json" }
+    public static func load(path: String) throws(ConfigurationError) -> ProxyConfiguration { ProxyConfiguration() }
+    public var warnings: [ConfigurationProblem] { [] }
+    public func routeTable() -> String { "" }
 }

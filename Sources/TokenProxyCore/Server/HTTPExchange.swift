@@ -31,6 +31,9 @@ public final class HTTPExchange {
     public var onWritable: (() -> Void)?
     /// Called once if the connection ends before the response finished (client gone, reset).
     public var onClose: (() -> Void)?
+    /// Called once when the exchange ends: `true` when the response was finished, `false`
+    /// when it was aborted or the connection ended first. For access logs and metrics.
+    public var onComplete: ((_ finished: Bool) -> Void)?
 
     private weak var connection: HTTPConnection?
     private(set) var bodyHandler: ((RequestBodyEvent) -> Void)?
@@ -104,6 +107,7 @@ public final class HTTPExchange {
         guard self.responseStarted, !self.isComplete else { return }
         self.isComplete = true
         self.connection?.exchangeFinish(self)
+        self.complete(finished: true)
     }
 
     /// Sends a complete in-memory response and finishes.
@@ -117,6 +121,7 @@ public final class HTTPExchange {
         self.connection?.exchangeSendBody(self, response.body)
         self.isComplete = true
         self.connection?.exchangeFinish(self)
+        self.complete(finished: true)
     }
 
     /// Ends the exchange without completing the response: the client connection is closed,
@@ -126,6 +131,7 @@ public final class HTTPExchange {
         guard !self.isComplete else { return }
         self.isComplete = true
         self.connection?.exchangeAbort(self)
+        self.complete(finished: false)
     }
 
     /// Called by the connection when it ends before the exchange completed.
@@ -137,6 +143,13 @@ public final class HTTPExchange {
         self.onWritable = nil
         self.bodyHandler = nil
         callback?()
+        self.complete(finished: false)
+    }
+
+    private func complete(finished: Bool) {
+        let callback = self.onComplete
+        self.onComplete = nil
+        callback?(finished)
     }
 
     func deliverBody(_ event: RequestBodyEvent) {

@@ -1,0 +1,104 @@
+import Foundation
+
+/// The admin endpoints (SPEC "Behaviour" 10): `healthz` and `status` so far.
+///
+/// Served under the admin path prefix on the proxy's listener, or at the root of a separate
+/// admin listener. `status` never contains a secret: it lists names, grants and upstreams.
+public struct AdminEndpoints: Sendable {
+    /// The endpoint names, as the last path segment.
+    enum Endpoint: String, CaseIterable {
+        case healthz
+        case status
+    }
+
+    private let configuration: ProxyConfiguration
+    private let startedAt: Date
+    private let openConnections: @Sendable () -> Int
+
+    /// Creates the endpoints over a configuration snapshot.
+    public init(configuration: ProxyConfiguration, startedAt: Date, openConnections: @escaping @Sendable () -> Int) {
+        self.configuration = configuration
+        self.startedAt = startedAt
+        self.openConnections = openConnections
+    }
+
+    /// Whether `name` (the path below the admin prefix, without its leading slash) is an
+    /// endpoint that load balancers and probes may call without the host and header checks.
+    static func isProbe(_ name: String) -> Bool {
+        name == Endpoint.healthz.rawValue || name == "readyz"
+    }
+
+    /// The response for the endpoint `name`, or a `no_route` error.
+    public func respond(to name: String, method: String) -> HTTPResponse {
+        guard let endpoint = Endpoint(rawValue: name) else {
+            return ErrorResponse.response(for: ProxyError(.noRoute, "no admin endpoint '\(name)'"))
+        }
+        guard method == "GET" || method == "HEAD" else {
+            return ErrorResponse.response(for: ProxyError(.methodNotAllowed, "admin endpoints answer GET and HEAD"))
+        }
+        switch endpoint {
+        case .healthz:
+            return Self.json(HealthDocument(status: "ok"))
+        case .status:
+            return Self.json(self.statusDocument())
+        }
+    }
+
+    private struct HealthDocument: Encodable {
+        var status: String
+    }
+
+    private struct StatusDocument: Encodable {
+        struct Route: Encodable {
+            var name: String
+            var path_prefix: String
+            var host: String?
+            var upstream: String
+            var provider: String?
+        }
+        struct Provider: Encodable {
+            var name: String
+            var grant: String
+        }
+        var status: String
+        var version: String
+        var uptime_seconds: Int
+        var open_connections: Int
+        var routes: [Route]
+        var providers: [Provider]
+    }
+
+    private func statusDocument() -> StatusDocument {
+        StatusDocument(
+            status: "serving",
+            version: TokenProxyVersion.current,
+            uptime_seconds: Int(Date().timeIntervalSince(self.startedAt)),
+            open_connections: self.openConnections(),
+            routes: self.configuration.routes.map {
+                StatusDocument.Route(
+                    name: $0.name,
+                    path_prefix: $0.pathPrefix,
+                    host: $0.host,
+                    upstream: $0.upstream,
+                    provider: $0.provider
+                )
+            },
+            providers: self.configuration.providers.values.sorted { $0.name < $1.name }.map {
+                StatusDocument.Provider(name: $0.name, grant: $0.grant.rawValue)
+            }
+        )
+    }
+
+    private static func json(_ value: some Encodable) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: "Cache-Control", value: "no-store")
+        return HTTPResponse(status: 200, headers: headers, body: JSONOutput.encode(value))
+    }
+}
+
+/// The version string reported by `status` and `--version`.
+public enum TokenProxyVersion {
+    /// The current version.
+    public static let current = "0.1.0"
+}

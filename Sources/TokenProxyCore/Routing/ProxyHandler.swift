@@ -1,0 +1,180 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The proxy's request handler: request policy, admin endpoints, routing, then the
+/// forwarder; writes the access log line for every exchange.
+///
+/// The configuration lives in a snapshot swapped whole on reload (SIGHUP): an exchange uses
+/// the snapshot it started with, so a reload never disturbs requests in flight.
+public final class ProxyHandler: HTTPExchangeHandler {
+    private struct Snapshot: Sendable {
+        var configuration: ProxyConfiguration
+        var router: Router
+        var policy: RequestPolicy
+        var admin: AdminEndpoints
+        var adminPrefix: String?
+    }
+
+    private let snapshot: Mutex<Snapshot>
+    private let forwarder: any RouteForwarder
+    private let logger: Logger
+    private let startedAt = Date()
+    private let openConnections: @Sendable () -> Int
+
+    /// Creates the handler. `openConnections` reports the servers' connection count.
+    public init(
+        configuration: ProxyConfiguration,
+        forwarder: any RouteForwarder,
+        logger: Logger,
+        openConnections: @escaping @Sendable () -> Int
+    ) {
+        self.forwarder = forwarder
+        self.logger = logger
+        self.openConnections = openConnections
+        self.snapshot = Mutex(Self.makeSnapshot(configuration, startedAt: self.startedAt, openConnections: openConnections))
+    }
+
+    private static func makeSnapshot(
+        _ configuration: ProxyConfiguration,
+        startedAt: Date,
+        openConnections: @escaping @Sendable () -> Int
+    ) -> Snapshot {
+        var adminPrefix: String?
+        if case .pathPrefix(let prefix) = configuration.admin {
+            adminPrefix = prefix
+        }
+        return Snapshot(
+            configuration: configuration,
+            router: Router(routes: configuration.routes),
+            policy: RequestPolicy(allowedHosts: configuration.allowedHosts, requireHeader: configuration.requireHeader),
+            admin: AdminEndpoints(configuration: configuration, startedAt: startedAt, openConnections: openConnections),
+            adminPrefix: adminPrefix
+        )
+    }
+
+    /// Replaces the configuration for exchanges that start from now on.
+    public func reload(_ configuration: ProxyConfiguration) {
+        let snapshot = Self.makeSnapshot(configuration, startedAt: self.startedAt, openConnections: self.openConnections)
+        self.snapshot.withLock { $0 = snapshot }
+    }
+
+    /// Serves one exchange on the proxy listener.
+    public func handle(_ exchange: HTTPExchange) {
+        let snapshot = self.snapshot.withLock { $0 }
+        let head = exchange.head
+        if let error = snapshot.policy.checkRequest(head) {
+            self.reject(exchange, error)
+            return
+        }
+        if let prefix = snapshot.adminPrefix, Router.path(head.path, hasSegmentPrefix: prefix) {
+            self.serveAdmin(exchange, name: String(head.path.dropFirst(prefix.count)), snapshot: snapshot)
+            return
+        }
+        if let error = snapshot.policy.checkAccess(head) {
+            self.reject(exchange, error)
+            return
+        }
+        guard let match = snapshot.router.match(authority: head.authority, path: head.path) else {
+            self.reject(exchange, ProxyError(.noRoute, "no route matches \(head.path)"))
+            return
+        }
+        let route = match.route
+        var logger = self.logger
+        logger[metadataKey: "route"] = "\(route.name)"
+        if route.incomingAuthorization == .reject, head.headers.contains("Authorization") {
+            self.reject(
+                exchange,
+                ProxyError(.badRequest, "this route does not accept an Authorization header", route: route.name)
+            )
+            return
+        }
+        self.logAccess(exchange, route: route.name)
+        self.forwarder.forward(exchange, along: match, logger: logger)
+    }
+
+    /// Serves one exchange on a separate admin listener, where endpoints sit at the root.
+    public func handleAdmin(_ exchange: HTTPExchange) {
+        let snapshot = self.snapshot.withLock { $0 }
+        if let error = snapshot.policy.checkRequest(exchange.head) {
+            self.reject(exchange, error)
+            return
+        }
+        self.serveAdmin(exchange, name: exchange.head.path, snapshot: snapshot)
+    }
+
+    private func serveAdmin(_ exchange: HTTPExchange, name: String, snapshot: Snapshot) {
+        let endpoint = name.hasPrefix("/") ? String(name.dropFirst()) : name
+        if !AdminEndpoints.isProbe(endpoint), let error = snapshot.policy.checkAccess(exchange.head) {
+            self.reject(exchange, error)
+            return
+        }
+        self.logAccess(exchange, route: "admin")
+        exchange.respond(snapshot.admin.respond(to: endpoint, method: exchange.head.method))
+    }
+
+    private func reject(_ exchange: HTTPExchange, _ error: ProxyError) {
+        self.logAccess(exchange, route: error.route ?? "-", error: error)
+        exchange.respond(ErrorResponse.response(for: error))
+    }
+
+    /// Logs a request the connection rejected before it became an exchange.
+    public func requestRejected(_ error: ProxyError, remoteAddress: String) {
+        self.logger.info(
+            "rejected",
+            metadata: [
+                "status": "\(error.code.status)",
+                "error": "\(error.code)",
+                "reason": "\(error.message)",
+                "client": "\(remoteAddress)",
+            ]
+        )
+    }
+
+    /// Writes the access-log line when the exchange ends (SPEC "Behaviour" 11). The query is
+    /// never logged: it may carry keys.
+    private func logAccess(_ exchange: HTTPExchange, route: String, error: ProxyError? = nil) {
+        let logger = self.logger
+        exchange.onComplete = { [unowned exchange] finished in
+            var metadata: Logger.Metadata = [
+                "method": "\(exchange.head.method)",
+                "path": "\(exchange.head.path)",
+                "route": "\(route)",
+                "status": "\(exchange.responseStatus ?? 0)",
+                "duration_ms": "\((ContinuousClock.now - exchange.startTime).milliseconds)",
+                "bytes": "\(exchange.responseBodyBytes)",
+                "client": "\(exchange.remoteAddress)",
+            ]
+            if let error {
+                metadata["error"] = "\(error.code)"
+            }
+            if !finished {
+                metadata["aborted"] = "true"
+            }
+            logger.info("request", metadata: metadata)
+        }
+    }
+}
+
+/// Serves a separate admin listener through the proxy handler's admin endpoints.
+public struct AdminListenerHandler: HTTPExchangeHandler {
+    private let proxy: ProxyHandler
+
+    /// Creates the handler over `proxy`'s configuration snapshot.
+    public init(proxy: ProxyHandler) {
+        self.proxy = proxy
+    }
+
+    /// Serves the admin endpoint named by the path.
+    public func handle(_ exchange: HTTPExchange) {
+        self.proxy.handleAdmin(exchange)
+    }
+}
+
+extension Duration {
+    /// The duration in whole milliseconds.
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = self.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

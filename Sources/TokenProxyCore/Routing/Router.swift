@@ -1,0 +1,89 @@
+/// Chooses the route for a request: the longest matching path prefix wins, matching whole
+/// path segments only (`/gh` matches `/gh` and `/gh/x`, never `/ghost`); at equal length a
+/// route naming the request's host beats one for any host; after that, config order.
+public struct Router: Sendable {
+    /// A matched route and the path to append to its upstream's base path.
+    public struct Match: Sendable, Equatable {
+        /// The matched route.
+        public var route: RouteConfiguration
+        /// The request path with the prefix removed when `strip_prefix` is set (possibly
+        /// empty), else the whole path.
+        public var upstreamPath: String
+    }
+
+    private struct Entry: Sendable {
+        var route: RouteConfiguration
+        /// The prefix without a trailing slash; empty for the root prefix `/`.
+        var prefix: String
+        var host: String?
+    }
+
+    private let entries: [Entry]
+
+    /// Builds the lookup order from routes in config order.
+    public init(routes: [RouteConfiguration]) {
+        let entries = routes.enumerated().map { index, route -> (Int, Entry) in
+            var prefix = route.pathPrefix
+            while prefix.hasSuffix("/") {
+                prefix.removeLast()
+            }
+            return (index, Entry(route: route, prefix: prefix, host: route.host.map { HostName.normalize($0).host }))
+        }
+        self.entries = entries.sorted { a, b in
+            if a.1.prefix.utf8.count != b.1.prefix.utf8.count {
+                return a.1.prefix.utf8.count > b.1.prefix.utf8.count
+            }
+            if (a.1.host != nil) != (b.1.host != nil) {
+                return a.1.host != nil
+            }
+            return a.0 < b.0
+        }.map(\.1)
+    }
+
+    /// The route for `path` (the raw path of the request target) addressed to `authority`
+    /// (the Host value or absolute-form authority, port allowed), or nil.
+    public func match(authority: String?, path: String) -> Match? {
+        let requestHost = authority.map { HostName.normalize($0).host }
+        for entry in self.entries {
+            if let host = entry.host, host != requestHost {
+                continue
+            }
+            guard Self.path(path, hasSegmentPrefix: entry.prefix) else { continue }
+            let upstreamPath = entry.route.stripPrefix ? String(path.utf8.dropFirst(entry.prefix.utf8.count)) ?? "" : path
+            return Match(route: entry.route, upstreamPath: upstreamPath)
+        }
+        return nil
+    }
+
+    /// Whether `prefix` (without a trailing slash) is `path` or a whole-segment prefix of it.
+    static func path(_ path: String, hasSegmentPrefix prefix: String) -> Bool {
+        guard path.utf8.starts(with: prefix.utf8) else { return false }
+        let rest = path.utf8.dropFirst(prefix.utf8.count)
+        return rest.isEmpty || rest.first == UInt8(ascii: "/")
+    }
+}
+
+/// Splitting and normalizing `host[:port]` values for comparison.
+enum HostName {
+    /// The lowercased host without brackets or a trailing dot, and the port if any.
+    static func normalize(_ value: String) -> (host: String, port: String?) {
+        var host = Substring(value.lowercased())
+        var port: Substring?
+        if host.hasPrefix("[") {
+            if let close = host.firstIndex(of: "]") {
+                let after = host[host.index(after: close)...]
+                if after.hasPrefix(":") {
+                    port = after.dropFirst()
+                }
+                host = host[host.index(after: host.startIndex)..<close]
+            }
+        } else if let colon = host.lastIndex(of: ":"), host.firstIndex(of: ":") == colon {
+            port = host[host.index(after: colon)...]
+            host = host[..<colon]
+        }
+        if host.hasSuffix(".") {
+            host = host.dropLast()
+        }
+        return (String(host), port.map(String.init))
+    }
+}

@@ -1,0 +1,29 @@
+import Logging
+
+/// Sends a routed request to its upstream and streams the answer back: the seam between
+/// routing and the upstream engine (libcurl in production, fakes in tests).
+public protocol RouteForwarder: Sendable {
+    /// Forwards `exchange` along `match`. Called on the exchange's queue; must respond or abort.
+    func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger)
+}
+
+/// The forwarder used until an upstream engine is configured: every routed request is
+/// answered 502 `upstream_unreachable`.
+public struct UnavailableForwarder: RouteForwarder {
+    /// Creates the forwarder.
+    public init() {}
+
+    /// Answers 502 `upstream_unreachable`.
+    public func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
+        exchange.respond(
+            ErrorResponse.response(
+                for: ProxyError(
+                    .upstreamUnreachable,
+                    "no upstream engine is available in this build",
+                    route: match.route.name,
+                    provider: match.route.provider
+                )
+            )
+        )
+    }
+}

@@ -1,0 +1,150 @@
+import ArgumentParser
+import Dispatch
+import Logging
+import TokenProxyCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `tokenproxy serve`: runs the proxy until SIGTERM or SIGINT.
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the proxy."
+    )
+
+    @OptionGroup var options: ConfigOption
+
+    @Option(help: "Listen address, overriding the config: host:port, [v6]:port or unix:/path.")
+    var listen: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .info
+
+    @Option(help: "Log format: text or json.")
+    var logFormat: LogFormat = .text
+
+    func run() throws {
+        LogSetup.bootstrap(format: self.logFormat, level: self.logLevel)
+        let logger = Logger(label: "tokenproxy")
+
+        var configuration = try Self.loadOrExit(self.options.path)
+        if let listen = self.listen {
+            do {
+                configuration.listen = try ListenAddress(parsing: listen)
+            } catch {
+                Console.error("--listen: \(error)")
+                throw ExitStatus.configError
+            }
+            guard configuration.listen.isLoopback || configuration.allowRemoteClients else {
+                Console.error("--listen: \(listen) is not a loopback address; set allow_remote_clients to true to allow it")
+                throw ExitStatus.configError
+            }
+        }
+        for warning in configuration.warnings {
+            logger.warning("\(warning)")
+        }
+
+        // Writes to a closed client socket must fail with EPIPE, never kill the process.
+        signal(SIGPIPE, SIG_IGN)
+        let service = ProxyService(configuration: configuration, forwarder: UnavailableForwarder(), logger: logger)
+        let bound: ProxyService.BoundAddresses
+        do {
+            bound = try service.start()
+        } catch {
+            logger.critical("cannot listen", metadata: ["error": "\(error)"])
+            throw ExitStatus.runtimeFailure
+        }
+        logger.info(
+            "listening",
+            metadata: [
+                "listen": "\(bound.proxy)", "routes": "\(configuration.routes.count)",
+                "admin": "\(bound.admin.map { "\($0)" } ?? "\(configuration.admin)")",
+            ]
+        )
+        SignalHandling.install(service: service, configPath: self.options.path, listenOverride: self.listen, logger: logger)
+        dispatchMain()
+    }
+
+    /// Loads the configuration or exits with status 2, printing every problem.
+    static func loadOrExit(_ path: String) throws -> ProxyConfiguration {
+        do {
+            return try ProxyConfiguration.load(path: path)
+        } catch {
+            Console.error("\(path): \(error.problems.count) problem(s):")
+            for problem in error.problems {
+                Console.error("  \(problem)")
+            }
+            throw ExitStatus.configError
+        }
+    }
+}
+
+/// SIGTERM/SIGINT drain and exit; SIGHUP reloads the config (SPEC "Behaviour" 12).
+enum SignalHandling {
+    nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
+
+    static func install(service: ProxyService, configPath: String, listenOverride: String?, logger: Logger) {
+        let queue = DispatchQueue(label: "tokenproxy.signals")
+        for number in [SIGTERM, SIGINT] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler {
+                logger.info("shutting down", metadata: ["signal": "\(number)", "open": "\(service.openConnections)"])
+                service.drain(timeout: service.configuration.limits.drainTimeoutSeconds) { clean in
+                    if !clean {
+                        logger.warning("drain timeout passed; exiting with connections still open")
+                    }
+                    exit(0)
+                }
+            }
+            source.resume()
+            self.sources.append(source)
+        }
+        signal(SIGHUP, SIG_IGN)
+        let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
+        reload.setEventHandler {
+            do {
+                var configuration = try ProxyConfiguration.load(path: configPath)
+                if listenOverride != nil {
+                    configuration.listen = service.configuration.listen
+                }
+                service.reload(configuration)
+                logger.info("configuration reloaded", metadata: ["routes": "\(configuration.routes.count)"])
+            } catch {
+                logger.error(
+                    "configuration reload failed; keeping the previous configuration",
+                    metadata: ["problems": "\(error)"]
+                )
+            }
+        }
+        reload.resume()
+        self.sources.append(reload)
+    }
+}
+
+/// The `--log-format` values.
+enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+    case text
+    case json
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// Installs the chosen log handler once, before any logger is made.
+enum LogSetup {
+    static func bootstrap(format: LogFormat, level: Logger.Level) {
+        LoggingSystem.bootstrap { label in
+            var handler: any LogHandler
+            switch format {
+            case .text:
+                handler = StreamLogHandler.standardError(label: label)
+            case .json:
+                handler = JSONLogHandler(label: label)
+            }
+            handler.logLevel = level
+            return handler
+        }
+    }
+}

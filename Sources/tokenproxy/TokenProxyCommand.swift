@@ -1,0 +1,33 @@
+import ArgumentParser
+import TokenProxyCore
+
+/// `tokenproxy`: a local reverse proxy that adds OAuth credentials to requests.
+@main
+struct TokenProxyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tokenproxy",
+        abstract: "A local HTTP proxy that adds OAuth credentials to requests for programs that cannot.",
+        version: TokenProxyVersion.current,
+        subcommands: [
+            ServeCommand.self, CheckCommand.self, LoginCommand.self, LogoutCommand.self, TokenCommand.self,
+            StatusCommand.self, DemoCommand.self,
+        ]
+    )
+}
+
+/// The `--config` option every command takes.
+struct ConfigOption: ParsableArguments {
+    @Option(name: .long, help: "Config file (default: $TOKENPROXY_CONFIG, else ./proxy.json).")
+    var config: String?
+
+    /// The path to read.
+    var path: String {
+        self.config ?? ProxyConfiguration.defaultPath(environment: ProcessEnvironment.variables)
+    }
+}
+
+/// Exit codes from the SPEC: 0 success, 1 runtime failure, 2 usage or config error.
+enum ExitStatus {
+    static let runtimeFailure = ExitCode(1)
+    static let configError = ExitCode(2)
+}
