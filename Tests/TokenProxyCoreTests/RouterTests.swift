@@ -1,0 +1,113 @@
+import Testing
+
+@testable import TokenProxyCore
+
+private func route(_ prefix: String, host: String? = nil, name: String? = nil, strip: Bool = true) -> RouteConfiguration {
+    let json = """
+        {"providers": {}, "routes": [{"name": "\(name ?? prefix)", "path_prefix": "\(prefix)", \
+        "upstream": "https://up.example/base"\(host.map { #", "host": "\#($0)""# } ?? ""), "strip_prefix": \(strip)}]}
+        """
+    return TestProxy.configuration(json).routes[0]
+}
+
+struct RouterTests {
+    @Test func matchingIsSegmentAware() {
+        let router = Router(routes: [route("/gh")])
+        #expect(router.match(authority: "localhost", path: "/gh")?.upstreamPath == "")
+        #expect(router.match(authority: "localhost", path: "/gh/")?.upstreamPath == "/")
+        #expect(router.match(authority: "localhost", path: "/gh/repos/x")?.upstreamPath == "/repos/x")
+        #expect(router.match(authority: "localhost", path: "/ghost") == nil)
+        #expect(router.match(authority: "localhost", path: "/g") == nil)
+    }
+
+    @Test func longestPrefixWinsWhateverTheOrder() {
+        let router = Router(routes: [route("/", name: "root"), route("/api", name: "api"), route("/api/v2", name: "v2")])
+        #expect(router.match(authority: nil, path: "/api/v2/x")?.route.name == "v2")
+        #expect(router.match(authority: nil, path: "/api/v20")?.route.name == "api")
+        #expect(router.match(authority: nil, path: "/other")?.route.name == "root")
+        #expect(router.match(authority: nil, path: "/other")?.upstreamPath == "/other")
+    }
+
+    @Test func hostSpecificRoutesWinAtEqualLength() {
+        let router = Router(routes: [route("/api", name: "any"), route("/api", host: "a.localhost", name: "a")])
+        #expect(router.match(authority: "A.LOCALHOST:8080", path: "/api/x")?.route.name == "a")
+        #expect(router.match(authority: "localhost", path: "/api/x")?.route.name == "any")
+    }
+
+    @Test func hostRoutesDoNotMatchOtherHosts() {
+        let router = Router(routes: [route("/api", host: "a.localhost")])
+        #expect(router.match(authority: "b.localhost", path: "/api") == nil)
+        #expect(router.match(authority: nil, path: "/api") == nil)
+    }
+
+    @Test func withoutStripPrefixTheWholePathIsKept() {
+        let router = Router(routes: [route("/v1", strip: false)])
+        #expect(router.match(authority: nil, path: "/v1/users")?.upstreamPath == "/v1/users")
+    }
+
+    @Test func hostNamesNormalize() {
+        #expect(HostName.normalize("LocalHost.:8080") == ("localhost", "8080"))
+        #expect(HostName.normalize("[::1]:9") == ("::1", "9"))
+        #expect(HostName.normalize("[::1]") == ("::1", nil))
+        #expect(HostName.normalize("127.0.0.1") == ("127.0.0.1", nil))
+    }
+}
+
+struct RequestPolicyTests {
+    private func head(_ raw: String) -> HTTPRequestHead {
+        var parser = HTTPRequestParser()
+        let bytes = Array(raw.utf8)
+        let (outcome, _) = bytes.withUnsafeBufferPointer { parser.next($0) }
+        guard case .head(let head) = outcome else { preconditionFailure("test request does not parse: \(outcome)") }
+        return head
+    }
+
+    @Test func defaultAllowedHostsAreLoopbackNamesOnAnyPort() {
+        let policy = RequestPolicy(allowedHosts: TestProxy.configuration().allowedHosts, requireHeader: nil)
+        for allowed in ["localhost", "localhost:8080", "127.0.0.1:1", "[::1]:8080", "LOCALHOST"] {
+            #expect(policy.isAllowed(authority: allowed), "\(allowed)")
+        }
+        for refused in ["evil.example", "localhost.evil.example", "127.0.0.2", "0.0.0.0", "[::2]"] {
+            #expect(!policy.isAllowed(authority: refused), "\(refused)")
+        }
+    }
+
+    @Test func anAllowedHostWithAPortMatchesOnlyThatPort() {
+        let policy = RequestPolicy(allowedHosts: ["proxy.internal:8080"], requireHeader: nil)
+        #expect(policy.isAllowed(authority: "proxy.internal:8080"))
+        #expect(!policy.isAllowed(authority: "proxy.internal:9090"))
+        #expect(!policy.isAllowed(authority: "proxy.internal"))
+    }
+
+    @Test func wildcardDisablesTheHostCheck() {
+        let policy = RequestPolicy(allowedHosts: ["*"], requireHeader: nil)
+        #expect(policy.checkAccess(head("GET / HTTP/1.1\r\nHost: anything.example\r\n\r\n")) == nil)
+    }
+
+    @Test func dotSegmentsAreFoundLiteralOrEncoded() {
+        for path in ["/..", "/a/..", "/a/../b", "/./a", "/a/%2E%2e/b", "/a/.%2e", "/a/%2e"] {
+            #expect(RequestPolicy.hasDotSegment(path), "\(path)")
+        }
+        for path in ["/", "/a..b", "/.well-known/x", "/a/...", "/%2e%2e%2e", "/a/b."] {
+            #expect(!RequestPolicy.hasDotSegment(path), "\(path)")
+        }
+    }
+
+    @Test func secFetchSiteOnlyRefusesCrossSite() {
+        let policy = RequestPolicy(allowedHosts: ["localhost"], requireHeader: nil)
+        #expect(policy.checkAccess(head("GET / HTTP/1.1\r\nHost: localhost\r\nSec-Fetch-Site: none\r\n\r\n")) == nil)
+        #expect(policy.checkAccess(head("GET / HTTP/1.1\r\nHost: localhost\r\nSec-Fetch-Site: same-origin\r\n\r\n")) == nil)
+        #expect(
+            policy.checkAccess(head("GET / HTTP/1.1\r\nHost: localhost\r\nSec-Fetch-Site: Cross-Site\r\n\r\n"))?.code
+                == .crossSiteRequest
+        )
+    }
+
+    @Test func constantTimeEquality() {
+        #expect(ConstantTime.equals("abc", "abc"))
+        #expect(!ConstantTime.equals("abc", "abd"))
+        #expect(!ConstantTime.equals("abc", "abcd"))
+        #expect(!ConstantTime.equals("", "a"))
+        #expect(ConstantTime.equals("", ""))
+    }
+}

@@ -1,0 +1,337 @@
+import Foundation
+import Testing
+
+@testable import TokenProxyCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private let routesJSON = """
+    {
+      "providers": {"svc": {"grant": "static", "token": {"env": "TOKENPROXY_TEST_UNUSED"}}},
+      "routes": [
+        {"name": "github", "path_prefix": "/gh", "upstream": "https://api.github.com"},
+        {"path_prefix": "/svc", "upstream": "https://svc.example", "provider": "svc", "incoming_authorization": "reject"}
+      ]
+    }
+    """
+
+struct ServerSocketTests {
+    @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {
+        let proxy = try TestProxy()
+        let client = try proxy.client()
+        for _ in 0..<3 {
+            try client.send("GET /_tokenproxy/healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            let response = try client.readResponse()
+            #expect(response.status == 200)
+            #expect(response.header("Connection") == nil)
+        }
+        try client.send("GET /_tokenproxy/healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        #expect(try client.readResponse().header("Connection") == "close")
+        #expect(try client.isClosedByServer())
+    }
+
+    @Test func http10ClientsGetKeepAliveOnlyWhenAsking() throws {
+        let proxy = try TestProxy()
+        let client = try proxy.client()
+        try client.send("GET /_tokenproxy/healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        #expect(try client.readResponse().header("Connection") == "keep-alive")
+        try client.send("GET /_tokenproxy/healthz HTTP/1.0\r\n\r\n")
+        #expect(try client.readResponse().header("Connection") == "close")
+        #expect(try client.isClosedByServer())
+    }
+
+    @Test func threePipelinedRequestsInOneWriteAreAnsweredInOrder() throws {
+        let echo = try TestHTTPServer(handler: EchoHandler())
+        let client = try TestClient(port: echo.port)
+        try client.send(
+            "POST /1 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\none"
+                + "GET /2 HTTP/1.1\r\nHost: a\r\n\r\n"
+                + "POST /3 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nthree\r\n0\r\n\r\n"
+        )
+        let first = try client.readResponse()
+        let second = try client.readResponse()
+        let third = try client.readResponse()
+        #expect([first, second, third].map { $0.header("X-Target") } == ["/1", "/2", "/3"])
+        #expect([first, second, third].map(\.bodyText) == ["one", "", "three"])
+    }
+
+    @Test func pipelinedAdminRequestsThroughTheProxyHandler() throws {
+        let proxy = try TestProxy()
+        let client = try proxy.client()
+        let request = "GET /_tokenproxy/healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        try client.send(request + "GET /nothing HTTP/1.1\r\nHost: localhost\r\n\r\n" + request)
+        #expect(try client.readResponse().status == 200)
+        #expect(try client.readResponse().status == 404)
+        #expect(try client.readResponse().status == 200)
+    }
+
+    @Test func expectContinueGets100BeforeTheBody() throws {
+        let echo = try TestHTTPServer(handler: EchoHandler())
+        let client = try TestClient(port: echo.port)
+        try client.send("PUT /upload HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+        let interim = try client.readResponse()
+        #expect(interim.status == 100)
+        try client.send("hello")
+        let final = try client.readResponse()
+        #expect(final.status == 200)
+        #expect(final.bodyText == "hello")
+        // The connection stays usable afterwards.
+        try client.send("GET /again HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(try client.readResponse().header("X-Target") == "/again")
+    }
+
+    @Test func aResponseBeforeTheBodyWithoutContinueClosesTheConnection() throws {
+        let proxy = try TestProxy(TestProxy.configuration(routesJSON))
+        let client = try proxy.client()
+        // The route answers without reading the body; no 100 is sent and the unread body
+        // must not be parsed as a next request.
+        try client.send("POST /gh/x HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 502)
+        #expect(response.header("Connection") == "close")
+        #expect(try client.isClosedByServer())
+    }
+
+    @Test func chunkedBodiesAreDecodedForTheHandler() throws {
+        let echo = try TestHTTPServer(handler: EchoHandler())
+        let client = try TestClient(port: echo.port)
+        let body = String(repeating: "0123456789abcdef", count: 20_000)
+        var request = "POST /c HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+        var rest = Substring(body)
+        while !rest.isEmpty {
+            let piece = rest.prefix(7_777)
+            request += String(piece.count, radix: 16) + "\r\n" + piece + "\r\n"
+            rest = rest.dropFirst(piece.count)
+        }
+        try client.send(request + "0\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.header("X-Body-Length") == String(body.utf8.count))
+        #expect(response.bodyText == body)
+    }
+
+    @Test func theHeaderDeadlineIsTotalNotPerRead() throws {
+        var configuration = TestProxy.configuration()
+        configuration.limits.headerTimeoutSeconds = 1
+        let proxy = try TestProxy(configuration)
+        let client = try proxy.client()
+        // A slowloris client: a byte every 300 ms keeps every single read fresh, yet the
+        // whole head is never complete, so the total deadline must end it with 408.
+        let head = Array("GET /_tokenproxy/healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ".utf8)
+        var answered = false
+        for byte in head + Array(repeating: UInt8(ascii: "a"), count: 40) {
+            if (try? client.send([byte])) == nil {
+                answered = true
+                break
+            }
+            usleep(300_000)
+            var pending: Int32 = 0
+            ioctl(client.descriptor, UInt(FIONREAD), &pending)
+            if pending > 0 {
+                answered = true
+                break
+            }
+        }
+        #expect(answered)
+        let response = try client.readResponse()
+        #expect(response.status == 408)
+        #expect(response.header("X-Tokenproxy-Error") == "request_timeout")
+        #expect(try client.isClosedByServer())
+    }
+
+    @Test func anIdleConnectionThatSendsNothingIsClosedQuietly() throws {
+        var configuration = TestProxy.configuration()
+        configuration.limits.headerTimeoutSeconds = 0.5
+        let proxy = try TestProxy(configuration)
+        let client = try proxy.client()
+        #expect(try client.isClosedByServer())
+    }
+
+    @Test func hostNotAllowedIs403() throws {
+        let proxy = try TestProxy()
+        let client = try proxy.client()
+        try client.send("GET /_tokenproxy/status HTTP/1.1\r\nHost: attacker.example\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 403)
+        #expect(response.header("X-Tokenproxy-Error") == "host_not_allowed")
+        // A 403 is not a framing problem: the connection stays open.
+        try client.send("GET /_tokenproxy/status HTTP/1.1\r\nHost: localhost:1234\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+    }
+
+    @Test func absoluteFormTargetsMustNameAnAllowedHost() throws {
+        let proxy = try TestProxy()
+        let client = try proxy.client()
+        try client.send("GET https://api.github.com/user HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 403)
+        #expect(response.header("X-Tokenproxy-Error") == "host_not_allowed")
+        try client.send("GET http://localhost/_tokenproxy/status HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+    }
+
+    @Test(arguments: [
+        ("Origin: https://evil.example", "cross_site_request"),
+        ("Origin: null", "cross_site_request"),
+        ("Sec-Fetch-Site: cross-site", "cross_site_request"),
+    ])
+    func browserForgeryIsRefused(header: String, code: String) throws {
+        let proxy = try TestProxy(TestProxy.configuration(routesJSON))
+        let client = try proxy.client()
+        try client.send("GET /gh/user HTTP/1.1\r\nHost: localhost\r\n\(header)\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 403)
+        #expect(response.header("X-Tokenproxy-Error") == code)
+        #expect(response.header("Access-Control-Allow-Origin") == nil)
+    }
+
+    @Test func sameOriginBrowserRequestsPass() throws {
+        let proxy = try TestProxy(TestProxy.configuration(routesJSON))
+        let client = try proxy.client()
+        try client.send("GET /gh/user HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:8080\r\nSec-Fetch-Site: same-origin\r\n\r\n")
+        // Past the checks, the route is reached (and answers 502 until an upstream engine exists).
+        #expect(try client.readResponse().header("X-Tokenproxy-Error") == "upstream_unreachable")
+    }
+
+    @Test func requireHeaderIsEnforced() throws {
+        setenv("TOKENPROXY_TEST_GATE", "s3cret-gate", 1)
+        let proxy = try TestProxy(
+            TestProxy.configuration(
+                #"{"require_header": {"name": "X-Tokenproxy", "value": {"env": "TOKENPROXY_TEST_GATE"}}, "providers": {}, "routes": [{"path_prefix": "/gh", "upstream": "https://api.github.com"}]}"#
+            )
+        )
+        let client = try proxy.client()
+        for header in ["", "X-Tokenproxy: wrong\r\n", "X-Tokenproxy: s3cret-gat\r\n", "X-Tokenproxy: s3cret-gate\r\nX-Tokenproxy: s3cret-gate\r\n"] {
+            try client.send("GET /gh/user HTTP/1.1\r\nHost: localhost\r\n\(header)\r\n")
+            let response = try client.readResponse()
+            #expect(response.status == 403)
+            #expect(response.header("X-Tokenproxy-Error") == "header_required")
+            #expect(!response.bodyText.contains("s3cret"))
+        }
+        try client.send("GET /gh/user HTTP/1.1\r\nHost: localhost\r\nX-Tokenproxy: s3cret-gate\r\n\r\n")
+        #expect(try client.readResponse().header("X-Tokenproxy-Error") == "upstream_unreachable")
+        // Probes stay reachable without the header.
+        try client.send("GET /_tokenproxy/healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+    }
+
+    @Test(arguments: ["CONNECT localhost:443 HTTP/1.1", "TRACE / HTTP/1.1"])
+    func connectAndTraceAre405(requestLine: String) throws {
+        let proxy = try TestProxy()
+        let client = try proxy.client()
+        try client.send("\(requestLine)\r\nHost: localhost\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 405)
+        #expect(response.header("X-Tokenproxy-Error") == "method_not_allowed")
+        #expect(response.header("Allow") != nil)
+    }
+
+    @Test func routingAnswersNoRouteAndReachesRoutes() throws {
+        let proxy = try TestProxy(TestProxy.configuration(routesJSON))
+        let client = try proxy.client()
+        try client.send("GET /ghost HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let missing = try client.readResponse()
+        #expect(missing.status == 404)
+        #expect(missing.header("X-Tokenproxy-Error") == "no_route")
+        try client.send("GET /gh/repos HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let routed = try client.readResponse()
+        #expect(routed.status == 502)
+        let body = try JSONSerialization.jsonObject(with: Data(routed.body)) as? [String: String]
+        #expect(body?["error"] == "upstream_unreachable")
+        #expect(body?["route"] == "github")
+    }
+
+    @Test func incomingAuthorizationRejectIs400() throws {
+        let proxy = try TestProxy(TestProxy.configuration(routesJSON))
+        let client = try proxy.client()
+        try client.send("GET /svc/x HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer mine\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 400)
+        #expect(response.bodyText.contains("\"route\":\"/svc\""))
+        #expect(try client.isClosedByServer())
+    }
+
+    @Test func unixSocketIsCreatedWithMode0600() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("proxy.sock").path
+        var configuration = TestProxy.configuration()
+        configuration.listen = .unix(path: path)
+        let service = ProxyService(configuration: configuration, forwarder: UnavailableForwarder(), logger: TestLogging.logger)
+        _ = try service.start()
+        var info = stat()
+        #expect(lstat(path, &info) == 0)
+        #expect(info.st_mode & S_IFMT == S_IFSOCK)
+        #expect(info.st_mode & 0o777 == 0o600)
+        let client = try TestClient(unixPath: path)
+        try client.send("GET /_tokenproxy/healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        let drained = DispatchSemaphore(value: 0)
+        service.drain(timeout: 2) { _ in drained.signal() }
+        drained.wait()
+    }
+
+    @Test func aSeparateAdminListenerServesAtItsRoot() throws {
+        var configuration = TestProxy.configuration()
+        configuration.admin = .listener(.inet(host: "127.0.0.1", port: 0))
+        let proxy = try TestProxy(configuration)
+        guard case .inet(_, let adminPort)? = proxy.addresses.admin else {
+            Issue.record("no admin listener")
+            return
+        }
+        let admin = try TestClient(port: adminPort)
+        try admin.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\nGET /status HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(try admin.readResponse().status == 200)
+        let status = try admin.readResponse()
+        #expect(status.status == 200)
+        #expect(status.bodyText.contains("\"routes\""))
+        // The proxy listener no longer serves the admin prefix.
+        let client = try proxy.client()
+        try client.send("GET /_tokenproxy/healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(try client.readResponse().status == 404)
+    }
+
+    @Test func connectionsOverTheLimitGet503() throws {
+        var configuration = TestProxy.configuration()
+        configuration.limits.maxConnections = 2
+        let proxy = try TestProxy(configuration)
+        let first = try proxy.client()
+        let second = try proxy.client()
+        // Make sure both are registered before the third arrives.
+        for client in [first, second] {
+            try client.send("GET /_tokenproxy/healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+        }
+        let third = try proxy.client()
+        let refused = try third.readResponse()
+        #expect(refused.status == 503)
+        #expect(refused.header("X-Tokenproxy-Error") == "too_many_connections")
+    }
+
+    @Test func drainingFinishesInFlightAndClosesIdleConnections() throws {
+        let proxy = try TestProxy()
+        let idle = try proxy.client()
+        try idle.send("GET /_tokenproxy/healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(try idle.readResponse().status == 200)
+        let finished = DispatchSemaphore(value: 0)
+        let clean = LockedFlag()
+        proxy.service.drain(timeout: 5) { ok in
+            clean.set(ok)
+            finished.signal()
+        }
+        #expect(try idle.isClosedByServer())
+        finished.wait()
+        #expect(clean.value)
+        #expect(throws: (any Error).self) { try proxy.client() }
+    }
+}
+
+/// A Bool set from a completion handler and read by the test.
+final class LockedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored = false
+    var value: Bool { self.lock.withLock { self.stored } }
+    func set(_ value: Bool) { self.lock.withLock { self.stored = value } }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import Logging
+import TokenProxyCore
+
+/// A proxy service on an ephemeral loopback port for one test.
+final class TestProxy {
+    let service: ProxyService
+    let port: UInt16
+    let addresses: ProxyService.BoundAddresses
+
+    init(
+        _ configuration: ProxyConfiguration = TestProxy.configuration(),
+        forwarder: any RouteForwarder = UnavailableForwarder()
+    ) throws {
+        var configuration = configuration
+        if case .inet(let host, _) = configuration.listen {
+            configuration.listen = .inet(host: host, port: 0)
+        }
+        self.service = ProxyService(configuration: configuration, forwarder: forwarder, logger: TestLogging.logger)
+        self.addresses = try self.service.start()
+        guard case .inet(_, let port) = self.addresses.proxy else {
+            self.port = 0
+            return
+        }
+        self.port = port
+    }
+
+    /// A configuration decoded from JSON, with the listen address forced to an ephemeral port.
+    static func configuration(_ json: String = #"{"providers": {}, "routes": []}"#) -> ProxyConfiguration {
+        do {
+            return try ProxyConfiguration.decode(Data(json.utf8))
+        } catch {
+            preconditionFailure("test configuration does not decode: \(error)")
+        }
+    }
+
+    func client() throws -> TestClient {
+        try TestClient(port: self.port)
+    }
+
+    deinit {
+        self.service.drain(timeout: 1) { _ in }
+    }
+}
+
+/// A plain HTTP server over a test handler, for server behaviour the proxy handler hides.
+final class TestHTTPServer {
+    let server: HTTPServer
+    let port: UInt16
+
+    init(settings: ConnectionSettings = ConnectionSettings(), maxConnections: Int = 64, handler: any HTTPExchangeHandler) throws {
+        self.server = HTTPServer(settings: settings, maxConnections: maxConnections, handler: handler, logger: TestLogging.logger)
+        guard case .inet(_, let port) = try self.server.bind(.inet(host: "127.0.0.1", port: 0)) else {
+            throw TestClient.Failure(description: "not an inet address")
+        }
+        self.port = port
+    }
+
+    deinit {
+        self.server.drain {}
+    }
+}
+
+/// Reads the whole body, then answers with its size and a digest-free echo of the first bytes.
+struct EchoHandler: HTTPExchangeHandler {
+    func handle(_ exchange: HTTPExchange) {
+        var received: [UInt8] = []
+        exchange.readBody { event in
+            switch event {
+            case .bytes(let bytes):
+                received += bytes
+            case .end:
+                var headers = HTTPHeaders()
+                headers.add(name: "X-Method", value: exchange.head.method)
+                headers.add(name: "X-Target", value: exchange.head.target)
+                headers.add(name: "X-Body-Length", value: String(received.count))
+                exchange.respond(HTTPResponse(status: 200, headers: headers, body: received))
+            }
+        }
+    }
+}
+
+enum TestLogging {
+    static let logger: Logger = {
+        var logger = Logger(label: "tokenproxy.test", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger.logLevel = .critical
+        return logger
+    }()
+}
