@@ -162,7 +162,7 @@ final class HTTPConnection {
 
     /// Runs the parser over buffered input for as long as there is someone to take the result.
     private func process() {
-        while !self.closed, self.inputStart < self.input.count {
+        while !self.closed, self.inputStart < self.input.count || self.parser.isAtEndOfMessage {
             if self.lifecycle.wantsHead {
                 guard self.parseHead() else { break }
             } else if let exchange = self.current, exchange.bodyHandler != nil, !exchange.bodyPaused,
@@ -305,7 +305,9 @@ final class HTTPConnection {
 
     func exchangeSendHead(_ exchange: HTTPExchange, _ head: HTTPResponseHead, closeConnection: Bool) {
         guard exchange === self.current, !self.closed else { return }
-        let stays = self.lifecycle.responseStarted(closeRequested: closeConnection)
+        // A body nobody reads cannot be skipped safely: announce the close up front.
+        let unreadBody = !self.requestBodyDone && exchange.bodyHandler == nil
+        let stays = self.lifecycle.responseStarted(closeRequested: closeConnection || unreadBody)
         var keepAlive = stays
         let bytes = self.encoder.encodeHead(
             head,

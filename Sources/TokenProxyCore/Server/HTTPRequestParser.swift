@@ -66,6 +66,13 @@ public struct HTTPRequestParser: Sendable {
         return false
     }
 
+    /// Whether the message is complete and the next call yields ``Outcome/end`` without
+    /// needing any input.
+    public var isAtEndOfMessage: Bool {
+        if case .endOfMessage = self.state { return true }
+        return false
+    }
+
     /// Parses the next element of `input`, the bytes not yet consumed.
     public mutating func next(_ input: UnsafeBufferPointer<UInt8>) -> (outcome: Outcome, consumed: Int) {
         var consumed = 0

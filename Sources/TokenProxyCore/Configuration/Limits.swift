@@ -1,0 +1,112 @@
+import Foundation
+
+/// Resource limits and timeouts (`limits`). Every value must be positive; durations are
+/// seconds (fractions allowed) of at most one day.
+public struct Limits: Sendable, Equatable, Decodable {
+    /// `token_wait_seconds`: how long a request waits for its provider's token, then 502
+    /// `token_unavailable`. Default 15.
+    public var tokenWaitSeconds: Double = 15
+    /// `max_header_bytes`: total size of a request's header section, then 431. Default 65536.
+    public var maxHeaderBytes: Int = 65_536
+    /// `max_header_count`: number of header fields in a request, then 431. Default 100.
+    public var maxHeaderCount: Int = 100
+    /// `max_request_line_bytes`: length of the request line, then 414. Default 8192.
+    public var maxRequestLineBytes: Int = 8_192
+    /// `max_chunk_extension_bytes`: chunk extensions in one chunked body, then 400. Default 16384.
+    public var maxChunkExtensionBytes: Int = 16_384
+    /// `header_timeout_seconds`: deadline for the whole request head, then 408. Default 10.
+    public var headerTimeoutSeconds: Double = 10
+    /// `idle_timeout_seconds`: how long an idle keep-alive connection stays open. Default 60.
+    public var idleTimeoutSeconds: Double = 60
+    /// `replay_buffer_bytes`: request bodies up to this size are spooled so the request can be
+    /// replayed after a 401 (RFC 6750 §3.1 `invalid_token`). Default 1048576.
+    public var replayBufferBytes: Int = 1_048_576
+    /// `max_connections`: open client connections; more get 503 `too_many_connections`. Default 1024.
+    public var maxConnections: Int = 1_024
+    /// `upstream_connect_timeout_seconds`: connecting to an upstream, then 502. Default 10.
+    public var upstreamConnectTimeoutSeconds: Double = 10
+    /// `upstream_first_byte_timeout_seconds`: waiting for the upstream's response head, then 504. Default 60.
+    public var upstreamFirstByteTimeoutSeconds: Double = 60
+    /// `drain_timeout_seconds`: how long SIGTERM/SIGINT wait for in-flight requests. Default 30.
+    public var drainTimeoutSeconds: Double = 30
+
+    /// The longest duration accepted, one day: longer is surely a mistake (milliseconds
+    /// written as seconds), and keeps every deadline far from overflow.
+    public static let maxSeconds: Double = 86_400
+
+    /// All defaults.
+    public init() {}
+
+    /// The integer limits with their JSON keys.
+    static var integerKeys: [(key: String, field: WritableKeyPath<Limits, Int>)] {
+        [
+            ("max_header_bytes", \.maxHeaderBytes),
+            ("max_header_count", \.maxHeaderCount),
+            ("max_request_line_bytes", \.maxRequestLineBytes),
+            ("max_chunk_extension_bytes", \.maxChunkExtensionBytes),
+            ("replay_buffer_bytes", \.replayBufferBytes),
+            ("max_connections", \.maxConnections),
+        ]
+    }
+
+    /// The durations with their JSON keys.
+    static var durationKeys: [(key: String, field: WritableKeyPath<Limits, Double>)] {
+        [
+            ("token_wait_seconds", \.tokenWaitSeconds),
+            ("header_timeout_seconds", \.headerTimeoutSeconds),
+            ("idle_timeout_seconds", \.idleTimeoutSeconds),
+            ("upstream_connect_timeout_seconds", \.upstreamConnectTimeoutSeconds),
+            ("upstream_first_byte_timeout_seconds", \.upstreamFirstByteTimeoutSeconds),
+            ("drain_timeout_seconds", \.drainTimeoutSeconds),
+        ]
+    }
+
+    /// Every JSON key of `limits`.
+    static var keys: [String] {
+        Self.durationKeys.map(\.key) + Self.integerKeys.map(\.key)
+    }
+
+    /// Decodes the object; absent keys keep their defaults.
+    public init(from decoder: any Decoder) throws {
+        self = try decoder.withConfigurationProblems { problems in
+            let object = try decoder.configurationObject(keyedBy: ConfigurationCodingKey.self, problems)
+            _ = decoder.configurationKeys(known: Self.keys, problems)
+            var limits = Limits()
+            for (key, field) in Self.integerKeys {
+                if let value = object.configValue(Int.self, forKey: ConfigurationCodingKey(key), problems) {
+                    limits[keyPath: field] = value
+                }
+            }
+            for (key, field) in Self.durationKeys {
+                if let value = object.configValue(Double.self, forKey: ConfigurationCodingKey(key), problems) {
+                    limits[keyPath: field] = value
+                }
+            }
+            return limits
+        }
+    }
+
+    /// The problems of these limits, with paths under `path` (`limits.max_connections`).
+    func problems(at path: String) -> [ConfigurationProblem] {
+        var problems: [ConfigurationProblem] = []
+        for (key, field) in Self.integerKeys where self[keyPath: field] <= 0 {
+            problems.append(ConfigurationProblem(path: ConfigurationPath.join(path, key), message: "must be positive"))
+        }
+        for (key, field) in Self.durationKeys {
+            let value = self[keyPath: field]
+            if !(value > 0) {
+                problems.append(
+                    ConfigurationProblem(path: ConfigurationPath.join(path, key), message: "must be positive")
+                )
+            } else if value > Self.maxSeconds {
+                problems.append(
+                    ConfigurationProblem(
+                        path: ConfigurationPath.join(path, key),
+                        message: "must be at most \(Int(Self.maxSeconds)) seconds (one day)"
+                    )
+                )
+            }
+        }
+        return problems
+    }
+}
