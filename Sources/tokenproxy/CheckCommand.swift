@@ -11,19 +11,8 @@ struct CheckCommand: ParsableCommand {
     @OptionGroup var options: ConfigOption
 
     func run() throws {
-        let configuration: ProxyConfiguration
-        do {
-            configuration = try ProxyConfiguration.load(path: self.options.path)
-        } catch {
-            Console.error("\(self.options.path): \(error.problems.count) problem(s):")
-            for problem in error.problems {
-                Console.error("  \(problem)")
-            }
-            throw ExitStatus.configError
-        }
-        for warning in configuration.warnings {
-            Console.error("warning: \(warning)")
-        }
-        print(configuration.routeTable(), terminator: configuration.routeTable().hasSuffix("\n") ? "" : "\n")
+        let configuration = try ConfigLoader.load(self.options.path)
+        let table = configuration.routeTable()
+        print(table, terminator: table.hasSuffix("\n") ? "" : "\n")
     }
 }

@@ -4,7 +4,7 @@ import Logging
 import TokenProxyCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `tokenproxy serve`: runs the proxy until SIGTERM or SIGINT.
@@ -29,22 +29,7 @@ struct ServeCommand: ParsableCommand {
         LogSetup.bootstrap(format: self.logFormat, level: self.logLevel)
         let logger = Logger(label: "tokenproxy")
 
-        var configuration = try Self.loadOrExit(self.options.path)
-        if let listen = self.listen {
-            do {
-                configuration.listen = try ListenAddress(parsing: listen)
-            } catch {
-                Console.error("--listen: \(error)")
-                throw ExitStatus.configError
-            }
-            guard configuration.listen.isLoopback || configuration.allowRemoteClients else {
-                Console.error("--listen: \(listen) is not a loopback address; set allow_remote_clients to true to allow it")
-                throw ExitStatus.configError
-            }
-        }
-        for warning in configuration.warnings {
-            logger.warning("\(warning)")
-        }
+        let configuration = try ConfigLoader.load(self.options.path, listen: self.listen)
 
         // Writes to a closed client socket must fail with EPIPE, never kill the process.
         signal(SIGPIPE, SIG_IGN)
@@ -63,21 +48,13 @@ struct ServeCommand: ParsableCommand {
                 "admin": "\(bound.admin.map { "\($0)" } ?? "\(configuration.admin)")",
             ]
         )
-        SignalHandling.install(service: service, configPath: self.options.path, listenOverride: self.listen, logger: logger)
+        SignalHandling.install(
+            service: service,
+            configPath: self.options.path,
+            listenOverride: self.listen,
+            logger: logger
+        )
         dispatchMain()
-    }
-
-    /// Loads the configuration or exits with status 2, printing every problem.
-    static func loadOrExit(_ path: String) throws -> ProxyConfiguration {
-        do {
-            return try ProxyConfiguration.load(path: path)
-        } catch {
-            Console.error("\(path): \(error.problems.count) problem(s):")
-            for problem in error.problems {
-                Console.error("  \(problem)")
-            }
-            throw ExitStatus.configError
-        }
     }
 }
 
@@ -109,6 +86,10 @@ enum SignalHandling {
                 var configuration = try ProxyConfiguration.load(path: configPath)
                 if listenOverride != nil {
                     configuration.listen = service.configuration.listen
+                }
+                let refused = configuration.secretPermissionProblems()
+                guard refused.isEmpty else {
+                    throw ConfigurationError(problems: refused)
                 }
                 service.reload(configuration)
                 logger.info("configuration reloaded", metadata: ["routes": "\(configuration.routes.count)"])

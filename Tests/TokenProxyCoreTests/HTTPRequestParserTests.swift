@@ -60,7 +60,9 @@ private func head(_ events: [ParserDriver.Event], _ index: Int = 0) -> HTTPReque
 
 struct HTTPRequestParserTests {
     @Test func parsesASimpleGet() throws {
-        let events = ParserDriver.run("GET /gh/repos?per_page=5 HTTP/1.1\r\nHost: localhost:8080\r\nAccept: */*\r\n\r\n")
+        let events = ParserDriver.run(
+            "GET /gh/repos?per_page=5 HTTP/1.1\r\nHost: localhost:8080\r\nAccept: */*\r\n\r\n"
+        )
         let request = try #require(head(events))
         #expect(events.count == 2 && events.last == .end)
         #expect(request.method == "GET")
@@ -133,7 +135,9 @@ struct HTTPRequestParserTests {
     }
 
     @Test func identicalDuplicateContentLengthsAreOne() throws {
-        let request = try #require(head(ParserDriver.run("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2, 2\r\nContent-Length: 2\r\n\r\nok")))
+        let request = try #require(
+            head(ParserDriver.run("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2, 2\r\nContent-Length: 2\r\n\r\nok"))
+        )
         #expect(request.framing == .contentLength(2))
     }
 
@@ -146,7 +150,9 @@ struct HTTPRequestParserTests {
     }
 
     @Test func headerValuesAreTrimmedAndUTF8IsKept() throws {
-        let request = try #require(head(ParserDriver.run("GET / HTTP/1.1\r\nHost: a\r\nX-Name: \t caf\u{e9} \t\r\n\r\n")))
+        let request = try #require(
+            head(ParserDriver.run("GET / HTTP/1.1\r\nHost: a\r\nX-Name: \t caf\u{e9} \t\r\n\r\n"))
+        )
         #expect(request.headers.first("x-name") == "caf\u{e9}")
     }
 
@@ -158,7 +164,9 @@ struct HTTPRequestParserTests {
         let over = "GET /" + String(repeating: "a", count: 64 - 13) + " HTTP/1.1"
         #expect(ParserDriver.run(over + "\r\nHost: a\r\n\r\n", limits: limits).last == .failed(.uriTooLong))
         // Without any line end, the limit still applies once it is passed.
-        #expect(ParserDriver.run("GET /" + String(repeating: "a", count: 100), limits: limits).last == .failed(.uriTooLong))
+        #expect(
+            ParserDriver.run("GET /" + String(repeating: "a", count: 100), limits: limits).last == .failed(.uriTooLong)
+        )
     }
 
     @Test func headerCountLimitIsExact() {
@@ -166,19 +174,29 @@ struct HTTPRequestParserTests {
         let four = (0..<4).map { "X-\($0): v\r\n" }.joined()
         #expect(head(ParserDriver.run("GET / HTTP/1.1\r\nHost: a\r\n" + four + "\r\n", limits: limits)) != nil)
         let five = (0..<5).map { "X-\($0): v\r\n" }.joined()
-        #expect(ParserDriver.run("GET / HTTP/1.1\r\nHost: a\r\n" + five + "\r\n", limits: limits).last == .failed(.headersTooLarge))
+        #expect(
+            ParserDriver.run("GET / HTTP/1.1\r\nHost: a\r\n" + five + "\r\n", limits: limits).last
+                == .failed(.headersTooLarge)
+        )
     }
 
     @Test func headerBytesLimitAppliesWithoutALineEnd() {
         let limits = HTTPParserLimits(maxHeaderBytes: 128)
-        let events = ParserDriver.run("GET / HTTP/1.1\r\nX-Big: " + String(repeating: "b", count: 200), step: 10, limits: limits)
+        let events = ParserDriver.run(
+            "GET / HTTP/1.1\r\nX-Big: " + String(repeating: "b", count: 200),
+            step: 10,
+            limits: limits
+        )
         #expect(events.last == .failed(.headersTooLarge))
     }
 
     @Test func chunkExtensionBudgetIsPerRequest() {
         let limits = HTTPParserLimits(maxChunkExtensionBytes: 20)
         let chunks = String(repeating: "1;abcdefgh\r\nx\r\n", count: 3)
-        let events = ParserDriver.run("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + "0\r\n\r\n", limits: limits)
+        let events = ParserDriver.run(
+            "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + "0\r\n\r\n",
+            limits: limits
+        )
         #expect(events.last == .failed(.badRequest))
     }
 

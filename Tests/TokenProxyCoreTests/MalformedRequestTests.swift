@@ -70,7 +70,10 @@ private let malformedCases: [MalformedCase] = [
     .init("line without colon", "GET / HTTP/1.1\r\n\(ok)NoColonHere\r\n\r\n"),
     .init("empty header name", "GET / HTTP/1.1\r\n\(ok): value\r\n\r\n"),
     .init("invalid header name", "GET / HTTP/1.1\r\n\(ok)X(A): b\r\n\r\n"),
-    .init("invalid UTF-8 in value", bytes: Array("GET / HTTP/1.1\r\n\(ok)X-A: ".utf8) + [0xC3, 0x28] + Array("\r\n\r\n".utf8)),
+    .init(
+        "invalid UTF-8 in value",
+        bytes: Array("GET / HTTP/1.1\r\n\(ok)X-A: ".utf8) + [0xC3, 0x28] + Array("\r\n\r\n".utf8)
+    ),
     // Host (RFC 9112 §3.2).
     .init("missing Host in HTTP/1.1", "GET / HTTP/1.1\r\nAccept: */*\r\n\r\n"),
     .init("two Host headers", "GET / HTTP/1.1\r\n\(ok)\(ok)\r\n"),
@@ -95,7 +98,11 @@ private let malformedCases: [MalformedCase] = [
     .init("HTTP/2 on an HTTP/1 port", "GET / HTTP/2.0\r\n\(ok)\r\n", 505),
     // Limits (SPEC `limits`).
     .init("request line too long", "GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\n\(ok)\r\n", 414),
-    .init("header too large", "GET / HTTP/1.1\r\n\(ok)X-Big: " + String(repeating: "b", count: 70_000) + "\r\n\r\n", 431),
+    .init(
+        "header too large",
+        "GET / HTTP/1.1\r\n\(ok)X-Big: " + String(repeating: "b", count: 70_000) + "\r\n\r\n",
+        431
+    ),
     .init("too many headers", "GET / HTTP/1.1\r\n\(ok)" + (0..<101).map { "X-\($0): v\r\n" }.joined() + "\r\n", 431),
     // Policy checks whose failure is a 400 (SPEC "Security rules").
     .init("two Authorization headers", "GET / HTTP/1.1\r\n\(ok)Authorization: a\r\nAuthorization: b\r\n\r\n"),
@@ -109,7 +116,12 @@ private let malformedCases: [MalformedCase] = [
     .init("chunk data without CRLF", chunked("5\r\nhelloXX0\r\n\r\n"), 400, .bodyReader),
     .init("chunk size with trailing space only", chunked("5 \r\nhello\r\n0\r\n\r\n"), 400, .bodyReader),
     .init("empty chunk size", chunked("\r\nhello\r\n0\r\n\r\n"), 400, .bodyReader),
-    .init("chunk extension too long", chunked("5;" + String(repeating: "e", count: 17_000) + "\r\nhello\r\n0\r\n\r\n"), 400, .bodyReader),
+    .init(
+        "chunk extension too long",
+        chunked("5;" + String(repeating: "e", count: 17_000) + "\r\nhello\r\n0\r\n\r\n"),
+        400,
+        .bodyReader
+    ),
     .init("control character in chunk extension", chunked("5;a\u{1}b\r\nhello\r\n0\r\n\r\n"), 400, .bodyReader),
     .init("bare LF after chunk size", chunked("5\nhello\r\n0\r\n\r\n"), 400, .bodyReader),
     .init("obs-fold in trailer", chunked("5\r\nhello\r\n0\r\nX-T: a\r\n b\r\n\r\n"), 400, .bodyReader),

@@ -2,7 +2,8 @@ import Testing
 
 @testable import TokenProxyCore
 
-private func route(_ prefix: String, host: String? = nil, name: String? = nil, strip: Bool = true) -> RouteConfiguration {
+private func route(_ prefix: String, host: String? = nil, name: String? = nil, strip: Bool = true) -> RouteConfiguration
+{
     let json = """
         {"providers": {}, "routes": [{"name": "\(name ?? prefix)", "path_prefix": "\(prefix)", \
         "upstream": "https://up.example/base"\(host.map { #", "host": "\#($0)""# } ?? ""), "strip_prefix": \(strip)}]}
@@ -21,7 +22,9 @@ struct RouterTests {
     }
 
     @Test func longestPrefixWinsWhateverTheOrder() {
-        let router = Router(routes: [route("/", name: "root"), route("/api", name: "api"), route("/api/v2", name: "v2")])
+        let router = Router(routes: [
+            route("/", name: "root"), route("/api", name: "api"), route("/api/v2", name: "v2"),
+        ])
         #expect(router.match(authority: nil, path: "/api/v2/x")?.route.name == "v2")
         #expect(router.match(authority: nil, path: "/api/v20")?.route.name == "api")
         #expect(router.match(authority: nil, path: "/other")?.route.name == "root")
@@ -96,7 +99,9 @@ struct RequestPolicyTests {
     @Test func secFetchSiteOnlyRefusesCrossSite() {
         let policy = RequestPolicy(allowedHosts: ["localhost"], requireHeader: nil)
         #expect(policy.checkAccess(head("GET / HTTP/1.1\r\nHost: localhost\r\nSec-Fetch-Site: none\r\n\r\n")) == nil)
-        #expect(policy.checkAccess(head("GET / HTTP/1.1\r\nHost: localhost\r\nSec-Fetch-Site: same-origin\r\n\r\n")) == nil)
+        #expect(
+            policy.checkAccess(head("GET / HTTP/1.1\r\nHost: localhost\r\nSec-Fetch-Site: same-origin\r\n\r\n")) == nil
+        )
         #expect(
             policy.checkAccess(head("GET / HTTP/1.1\r\nHost: localhost\r\nSec-Fetch-Site: Cross-Site\r\n\r\n"))?.code
                 == .crossSiteRequest

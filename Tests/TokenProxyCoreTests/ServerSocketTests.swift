@@ -4,7 +4,7 @@ import Testing
 @testable import TokenProxyCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 private let routesJSON = """
@@ -189,7 +189,9 @@ struct ServerSocketTests {
     @Test func sameOriginBrowserRequestsPass() throws {
         let proxy = try TestProxy(TestProxy.configuration(routesJSON))
         let client = try proxy.client()
-        try client.send("GET /gh/user HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:8080\r\nSec-Fetch-Site: same-origin\r\n\r\n")
+        try client.send(
+            "GET /gh/user HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:8080\r\nSec-Fetch-Site: same-origin\r\n\r\n"
+        )
         // Past the checks, the route is reached (and answers 502 until an upstream engine exists).
         #expect(try client.readResponse().header("X-Tokenproxy-Error") == "upstream_unreachable")
     }
@@ -202,7 +204,10 @@ struct ServerSocketTests {
             )
         )
         let client = try proxy.client()
-        for header in ["", "X-Tokenproxy: wrong\r\n", "X-Tokenproxy: s3cret-gat\r\n", "X-Tokenproxy: s3cret-gate\r\nX-Tokenproxy: s3cret-gate\r\n"] {
+        for header in [
+            "", "X-Tokenproxy: wrong\r\n", "X-Tokenproxy: s3cret-gat\r\n",
+            "X-Tokenproxy: s3cret-gate\r\nX-Tokenproxy: s3cret-gate\r\n",
+        ] {
             try client.send("GET /gh/user HTTP/1.1\r\nHost: localhost\r\n\(header)\r\n")
             let response = try client.readResponse()
             #expect(response.status == 403)
@@ -253,13 +258,19 @@ struct ServerSocketTests {
     }
 
     @Test func unixSocketIsCreatedWithMode0600() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("proxy.sock").path
         var configuration = TestProxy.configuration()
         configuration.listen = .unix(path: path)
-        let service = ProxyService(configuration: configuration, forwarder: UnavailableForwarder(), logger: TestLogging.logger)
+        let service = ProxyService(
+            configuration: configuration,
+            forwarder: UnavailableForwarder(),
+            logger: TestLogging.logger
+        )
         _ = try service.start()
         var info = stat()
         #expect(lstat(path, &info) == 0)
@@ -282,7 +293,9 @@ struct ServerSocketTests {
             return
         }
         let admin = try TestClient(port: adminPort)
-        try admin.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\nGET /status HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        try admin.send(
+            "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\nGET /status HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        )
         #expect(try admin.readResponse().status == 200)
         let status = try admin.readResponse()
         #expect(status.status == 200)

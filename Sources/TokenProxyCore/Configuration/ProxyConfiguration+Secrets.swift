@@ -23,10 +23,15 @@ extension ProxyConfiguration {
     }
 
     /// Problems with the secrets as they are now on this machine, for start-up and `check`:
-    /// an environment variable that is unset, a secret file that cannot be read, and a secret
-    /// file, service-account file or existing token store readable or writable by group or
-    /// others (RFC 6819 §5.3.3), with the `chmod` that fixes it. Never contains a value.
+    /// every ``unresolvableSecrets()`` and ``secretPermissionProblems()``. Never contains a value.
     public func secretProblems() -> [ConfigurationProblem] {
+        self.unresolvableSecrets() + self.secretPermissionProblems()
+    }
+
+    /// Secrets that cannot be read now: an unset environment variable, a missing or unreadable
+    /// file, an unreadable service-account file. A running proxy may still get them later (a
+    /// mounted secret appears), so these are warnings at start-up.
+    public func unresolvableSecrets() -> [ConfigurationProblem] {
         var problems: [ConfigurationProblem] = []
         for (path, secret) in self.secrets {
             do {
@@ -35,20 +40,31 @@ extension ProxyConfiguration {
                 problems.append(
                     contentsOf: error.problems.map { ConfigurationProblem(path: path, message: $0.message) }
                 )
-                continue
             }
+        }
+        for name in self.providers.keys.sorted() {
+            if let file = self.providers[name]?.serviceAccountFile, ConfigurationFile.stamp(path: file) == nil {
+                let path = ConfigurationPath.join(ConfigurationPath.join("providers", name), "service_account_file")
+                problems.append(ConfigurationProblem(path: path, message: "cannot read \(file)"))
+            }
+        }
+        return problems
+    }
+
+    /// Secret files, service-account files and an existing token store that group or others
+    /// may read or write (RFC 6819 §5.3.3), each with the `chmod` that fixes it. These refuse
+    /// start-up.
+    public func secretPermissionProblems() -> [ConfigurationProblem] {
+        var problems: [ConfigurationProblem] = []
+        for (path, secret) in self.secrets {
             if let file = secret.filePath, let problem = Self.permissionProblem(file) {
                 problems.append(ConfigurationProblem(path: path, message: problem))
             }
         }
         for name in self.providers.keys.sorted() {
-            if let file = self.providers[name]?.serviceAccountFile {
+            if let file = self.providers[name]?.serviceAccountFile, let problem = Self.permissionProblem(file) {
                 let path = ConfigurationPath.join(ConfigurationPath.join("providers", name), "service_account_file")
-                if ConfigurationFile.stamp(path: file) == nil {
-                    problems.append(ConfigurationProblem(path: path, message: "cannot read \(file)"))
-                } else if let problem = Self.permissionProblem(file) {
-                    problems.append(ConfigurationProblem(path: path, message: problem))
-                }
+                problems.append(ConfigurationProblem(path: path, message: problem))
             }
         }
         if case .file(let file, _) = self.tokenStore, let problem = Self.permissionProblem(file) {

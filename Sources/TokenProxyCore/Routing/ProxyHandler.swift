@@ -32,7 +32,9 @@ public final class ProxyHandler: HTTPExchangeHandler {
         self.forwarder = forwarder
         self.logger = logger
         self.openConnections = openConnections
-        self.snapshot = Mutex(Self.makeSnapshot(configuration, startedAt: self.startedAt, openConnections: openConnections))
+        self.snapshot = Mutex(
+            Self.makeSnapshot(configuration, startedAt: self.startedAt, openConnections: openConnections)
+        )
     }
 
     private static func makeSnapshot(
@@ -55,7 +57,11 @@ public final class ProxyHandler: HTTPExchangeHandler {
 
     /// Replaces the configuration for exchanges that start from now on.
     public func reload(_ configuration: ProxyConfiguration) {
-        let snapshot = Self.makeSnapshot(configuration, startedAt: self.startedAt, openConnections: self.openConnections)
+        let snapshot = Self.makeSnapshot(
+            configuration,
+            startedAt: self.startedAt,
+            openConnections: self.openConnections
+        )
         self.snapshot.withLock { $0 = snapshot }
     }
 

@@ -49,7 +49,8 @@ public struct Router: Sendable {
                 continue
             }
             guard Self.path(path, hasSegmentPrefix: entry.prefix) else { continue }
-            let upstreamPath = entry.route.stripPrefix ? String(path.utf8.dropFirst(entry.prefix.utf8.count)) ?? "" : path
+            let upstreamPath =
+                entry.route.stripPrefix ? String(path.utf8.dropFirst(entry.prefix.utf8.count)) ?? "" : path
             return Match(route: entry.route, upstreamPath: upstreamPath)
         }
         return nil

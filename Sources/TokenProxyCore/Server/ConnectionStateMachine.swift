@@ -76,7 +76,11 @@ struct ConnectionStateMachine: Sendable {
     /// A complete head was parsed; `keepAlive` is the client's wish, `hasBody` its framing.
     mutating func headReceived(keepAlive: Bool, hasBody: Bool) -> Action {
         guard case .awaitingHead = self.state else { return .none }
-        self.state = .exchange(requestComplete: !hasBody, responseStarted: false, keepAlive: keepAlive && !self.draining)
+        self.state = .exchange(
+            requestComplete: !hasBody,
+            responseStarted: false,
+            keepAlive: keepAlive && !self.draining
+        )
         return .arm(hasBody ? .body : .none)
     }
 

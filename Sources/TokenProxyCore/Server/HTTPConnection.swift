@@ -1,9 +1,9 @@
 import Dispatch
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// Settings a connection needs from the configuration.
@@ -16,7 +16,11 @@ public struct ConnectionSettings: Sendable {
     public var idleTimeout: Double
 
     /// Creates settings; the defaults are the SPEC's.
-    public init(parserLimits: HTTPParserLimits = HTTPParserLimits(), headerTimeout: Double = 10, idleTimeout: Double = 60) {
+    public init(
+        parserLimits: HTTPParserLimits = HTTPParserLimits(),
+        headerTimeout: Double = 10,
+        idleTimeout: Double = 60
+    ) {
         self.parserLimits = parserLimits
         self.headerTimeout = headerTimeout
         self.idleTimeout = idleTimeout
@@ -271,7 +275,12 @@ final class HTTPConnection {
         let response = ErrorResponse.response(for: error)
         var keepAlive = false
         var encoder = ResponseEncoder()
-        var bytes = encoder.encodeHead(response.head, requestVersion: .http1_1, requestIsHead: false, keepAlive: &keepAlive)
+        var bytes = encoder.encodeHead(
+            response.head,
+            requestVersion: .http1_1,
+            requestIsHead: false,
+            keepAlive: &keepAlive
+        )
         encoder.encodeBody(response.body, into: &bytes)
         self.output.append(contentsOf: bytes)
         self.perform(self.lifecycle.requestRejected())
@@ -362,7 +371,9 @@ final class HTTPConnection {
             do {
                 result = try self.output.withUnsafeBytes { buffer throws(SystemError) in
                     let base = buffer.baseAddress.map { $0 + start }
-                    return try syscall("write") { Glibc.send(self.descriptor, base, buffer.count - start, Int32(MSG_NOSIGNAL)) }
+                    return try syscall("write") {
+                        Glibc.send(self.descriptor, base, buffer.count - start, Int32(MSG_NOSIGNAL))
+                    }
                 }
             } catch {
                 self.perform(self.lifecycle.failed())

@@ -197,7 +197,10 @@ public struct HTTPRequestParser: Sendable {
                 case .success(let chunk):
                     self.chunkExtensionBytes += chunk.extensionBytes
                     guard self.chunkExtensionBytes <= self.limits.maxChunkExtensionBytes else {
-                        return self.fail(.badRequest, "chunk extensions larger than \(self.limits.maxChunkExtensionBytes) bytes")
+                        return self.fail(
+                            .badRequest,
+                            "chunk extensions larger than \(self.limits.maxChunkExtensionBytes) bytes"
+                        )
                     }
                     self.state = chunk.size == 0 ? .trailers(bytes: 0, count: 0) : .chunkData(remaining: chunk.size)
                     return (.again, next)

@@ -3,9 +3,9 @@ import Logging
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// The inbound HTTP/1.1 server: listening sockets on Dispatch, one serial queue per
@@ -47,7 +47,8 @@ public final class HTTPServer: Sendable {
     public func bind(_ address: ListenAddress) throws(SystemError) -> ListenAddress {
         let bound = try Socket.listen(on: address)
         let queue = DispatchQueue(label: "tokenproxy.accept.\(bound.address)")
-        let listener = Listener(descriptor: bound.descriptor, address: bound.address, queue: queue) { [self] descriptor, peer in
+        let listener = Listener(descriptor: bound.descriptor, address: bound.address, queue: queue) {
+            [self] descriptor, peer in
             self.accepted(descriptor, peer: peer)
         }
         self.registry.withLock { $0.listeners.append(listener) }
@@ -62,7 +63,10 @@ public final class HTTPServer: Sendable {
         }
         guard admitted else {
             Self.refuse(descriptor, draining: self.registry.withLock { $0.draining })
-            self.logger.warning("connection refused", metadata: ["client": "\(peer)", "open": "\(self.openConnections)"])
+            self.logger.warning(
+                "connection refused",
+                metadata: ["client": "\(peer)", "open": "\(self.openConnections)"]
+            )
             return
         }
         let connection = HTTPConnection(
@@ -91,7 +95,12 @@ public final class HTTPServer: Sendable {
         let response = ErrorResponse.response(for: error)
         var keepAlive = false
         var encoder = ResponseEncoder()
-        var bytes = encoder.encodeHead(response.head, requestVersion: .http1_1, requestIsHead: false, keepAlive: &keepAlive)
+        var bytes = encoder.encodeHead(
+            response.head,
+            requestVersion: .http1_1,
+            requestIsHead: false,
+            keepAlive: &keepAlive
+        )
         encoder.encodeBody(response.body, into: &bytes)
         _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         shutdown(descriptor, Int32(SHUT_WR))

@@ -1,9 +1,9 @@
 import CSystemShims
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// Thin wrappers over the socket system calls the inbound server needs. Every descriptor is
@@ -42,7 +42,11 @@ enum Socket {
         let info = first.pointee
         let descriptor = try syscallBlocking(
             "socket",
-            Glibc.socket(info.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            Glibc.socket(
+                info.ai_family,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+                0
+            )
         )
         do throws(SystemError) {
             var one: Int32 = 1
@@ -83,7 +87,11 @@ enum Socket {
         }
         let descriptor = try syscallBlocking(
             "socket",
-            Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            Glibc.socket(
+                AF_UNIX,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+                0
+            )
         )
         do throws(SystemError) {
             // The umask makes bind create the socket file 0600 from the start; chmod makes

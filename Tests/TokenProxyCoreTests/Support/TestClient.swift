@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A blocking client socket for tests: sends raw bytes and reads raw responses, so tests
@@ -134,7 +134,9 @@ final class TestClient {
         var headers: [(String, String)] = []
         while let line = try self.readLine(), !line.isEmpty {
             guard let colon = line.firstIndex(of: ":") else { throw Failure(description: "bad header: \(line)") }
-            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            headers.append(
+                (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            )
         }
         var response = Response(status: status, headers: headers, body: [])
         if headRequest || (100..<200).contains(status) || status == 204 || status == 304 {

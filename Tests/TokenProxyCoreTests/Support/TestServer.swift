@@ -48,8 +48,17 @@ final class TestHTTPServer {
     let server: HTTPServer
     let port: UInt16
 
-    init(settings: ConnectionSettings = ConnectionSettings(), maxConnections: Int = 64, handler: any HTTPExchangeHandler) throws {
-        self.server = HTTPServer(settings: settings, maxConnections: maxConnections, handler: handler, logger: TestLogging.logger)
+    init(
+        settings: ConnectionSettings = ConnectionSettings(),
+        maxConnections: Int = 64,
+        handler: any HTTPExchangeHandler
+    ) throws {
+        self.server = HTTPServer(
+            settings: settings,
+            maxConnections: maxConnections,
+            handler: handler,
+            logger: TestLogging.logger
+        )
         guard case .inet(_, let port) = try self.server.bind(.inet(host: "127.0.0.1", port: 0)) else {
             throw TestClient.Failure(description: "not an inet address")
         }

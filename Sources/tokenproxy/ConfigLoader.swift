@@ -1,0 +1,38 @@
+import ArgumentParser
+import TokenProxyCore
+
+/// Loading the configuration the same way for every command: every problem printed with its
+/// JSON path and exit 2 on error; warnings printed; secret files that others can read refused
+/// (RFC 6819 §5.3.3).
+enum ConfigLoader {
+    /// Loads and validates `path`, applying `listen` when given.
+    static func load(_ path: String, listen: String? = nil) throws -> ProxyConfiguration {
+        var configuration: ProxyConfiguration
+        do {
+            configuration = try ProxyConfiguration.load(path: path)
+            if let listen {
+                configuration.listen = try ListenAddress(parsing: listen)
+                try configuration.validate()
+            }
+        } catch {
+            self.report(path, error.problems)
+            throw ExitStatus.configError
+        }
+        let refused = configuration.secretPermissionProblems()
+        guard refused.isEmpty else {
+            self.report(path, refused)
+            throw ExitStatus.configError
+        }
+        for warning in configuration.warnings + configuration.unresolvableSecrets() {
+            Console.error("warning: \(warning)")
+        }
+        return configuration
+    }
+
+    private static func report(_ path: String, _ problems: [ConfigurationProblem]) {
+        Console.error("\(path): \(problems.count) problem\(problems.count == 1 ? "" : "s"):")
+        for problem in problems {
+            Console.error("  \(problem)")
+        }
+    }
+}
