@@ -257,6 +257,31 @@ struct ServerSocketTests {
         #expect(try client.isClosedByServer())
     }
 
+    @Test func ipv6LoopbackListens() throws {
+        var configuration = TestProxy.configuration()
+        configuration.listen = .inet(host: "::1", port: 0)
+        let proxy = try TestProxy(configuration)
+        let client = try TestClient(ipv6LoopbackPort: proxy.port)
+        try client.send("GET /_tokenproxy/healthz HTTP/1.1\r\nHost: [::1]:\(proxy.port)\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+    }
+
+    @Test func aClientThatDoesNotReadHoldsTheHandlerBack() throws {
+        let handler = StreamingHandler(total: 64 * 1024 * 1024)
+        let server = try TestHTTPServer(handler: handler)
+        let client = try TestClient(port: server.port)
+        try client.send("GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
+        // The client reads nothing for a while: the handler may only fill the socket buffers
+        // and the connection's output buffer, never the whole 64 MiB.
+        usleep(500_000)
+        let producedWhileBlocked = handler.produced
+        #expect(producedWhileBlocked < 16 * 1024 * 1024)
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.body.count == 64 * 1024 * 1024)
+        #expect(handler.produced == 64 * 1024 * 1024)
+    }
+
     @Test func unixSocketIsCreatedWithMode0600() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "tp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -338,6 +363,41 @@ struct ServerSocketTests {
         finished.wait()
         #expect(clean.value)
         #expect(throws: (any Error).self) { try proxy.client() }
+    }
+}
+
+/// Streams `total` bytes of chunked body, writing only while the exchange is writable and
+/// waiting for `onWritable` otherwise: what a well-behaved producer does.
+final class StreamingHandler: HTTPExchangeHandler, @unchecked Sendable {
+    private let lock = NSLock()
+    private var producedBytes = 0
+    private let total: Int
+
+    init(total: Int) {
+        self.total = total
+    }
+
+    var produced: Int { self.lock.withLock { self.producedBytes } }
+
+    func handle(_ exchange: HTTPExchange) {
+        exchange.sendHead(HTTPResponseHead(status: 200))
+        let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 65536)
+        func pump() {
+            while exchange.isWritable {
+                let sent = self.lock.withLock { () -> Bool in
+                    guard self.producedBytes < self.total else { return false }
+                    self.producedBytes += chunk.count
+                    return true
+                }
+                guard sent else {
+                    exchange.finish()
+                    return
+                }
+                exchange.sendBody(chunk)
+            }
+            exchange.onWritable = { pump() }
+        }
+        pump()
     }
 }
 

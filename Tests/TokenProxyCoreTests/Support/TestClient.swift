@@ -45,6 +45,22 @@ final class TestClient {
         Self.setTimeout(self.descriptor, seconds: timeout)
     }
 
+    /// Connects to `[::1]:port`.
+    init(ipv6LoopbackPort port: UInt16, timeout: Int = 5) throws {
+        self.descriptor = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_port = port.bigEndian
+        address.sin6_addr = in6addr_loopback
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(self.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            }
+        }
+        guard result == 0 else { throw Failure(description: "connect([::1]:\(port)): errno \(errno)") }
+        Self.setTimeout(self.descriptor, seconds: timeout)
+    }
+
     /// Connects to a unix socket at `path`.
     init(unixPath path: String, timeout: Int = 5) throws {
         self.descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
