@@ -33,7 +33,8 @@ struct ServeCommand: ParsableCommand {
 
         // Writes to a closed client socket must fail with EPIPE, never kill the process.
         signal(SIGPIPE, SIG_IGN)
-        let service = ProxyService(configuration: configuration, forwarder: UnavailableForwarder(), logger: logger)
+        let forwarder = CurlForwarder(configuration: configuration, engine: CurlEngine())
+        let service = ProxyService(configuration: configuration, forwarder: forwarder, logger: logger)
         let bound: ProxyService.BoundAddresses
         do {
             bound = try service.start()

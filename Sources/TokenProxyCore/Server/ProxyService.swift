@@ -9,12 +9,14 @@ public final class ProxyService: Sendable {
     private let server: HTTPServer
     private let adminServer: HTTPServer?
     private let handler: ProxyHandler
+    private let forwarder: any RouteForwarder
     private let logger: Logger
 
     /// Creates the service; ``start()`` binds its listeners.
     public init(configuration: ProxyConfiguration, forwarder: any RouteForwarder, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
+        self.forwarder = forwarder
         let limits = configuration.limits
         let settings = ConnectionSettings(
             parserLimits: HTTPParserLimits(
@@ -89,6 +91,7 @@ public final class ProxyService: Sendable {
         {
             self.logger.warning("listen, admin and limits changes take effect after a restart")
         }
+        self.forwarder.reload(configuration)
         self.handler.reload(configuration)
     }
 

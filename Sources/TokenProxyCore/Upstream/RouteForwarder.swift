@@ -5,6 +5,14 @@ import Logging
 public protocol RouteForwarder: Sendable {
     /// Forwards `exchange` along `match`. Called on the exchange's queue; must respond or abort.
     func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger)
+
+    /// Applies a reloaded configuration (providers may have changed).
+    func reload(_ configuration: ProxyConfiguration)
+}
+
+extension RouteForwarder {
+    /// Forwarders without configuration ignore reloads.
+    public func reload(_ configuration: ProxyConfiguration) {}
 }
 
 /// The forwarder used until an upstream engine is configured: every routed request is

@@ -1,0 +1,57 @@
+/// An access token held for a provider.
+public struct AccessToken: Sendable, Equatable {
+    /// The token value. Never logged, never in an error or status document.
+    public var value: String
+    /// When it stops being valid, on the monotonic clock; nil means "until a 401".
+    public var expiresAt: ContinuousClock.Instant?
+
+    /// Creates a token.
+    public init(value: String, expiresAt: ContinuousClock.Instant? = nil) {
+        self.value = value
+        self.expiresAt = expiresAt
+    }
+}
+
+/// Where a provider's tokens come from: one implementation per grant.
+public protocol CredentialSource: Sendable {
+    /// Produces a currently valid token, or the error the client gets (`token_unavailable`,
+    /// `login_required`). `completion` may run on any thread.
+    func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void)
+}
+
+/// Formats a token into the header the provider names (SPEC provider keys `header`, `format`).
+public struct CredentialFormatter: Sendable, Equatable {
+    /// The header name, `Authorization` by default.
+    public var header: String
+    /// The value template containing `{token}`, `Bearer {token}` by default.
+    public var format: String
+
+    /// Creates a formatter.
+    public init(header: String, format: String) {
+        self.header = header
+        self.format = format
+    }
+
+    /// The header for `token`, or an error when the result could not be sent safely (a token
+    /// with CR, LF or another control character would split the upstream request).
+    public func header(for token: AccessToken, provider: String) -> Result<UpstreamRequestBuilder.Credential, ProxyError> {
+        let value = self.format.replacingTokenPlaceholder(with: token.value)
+        guard !token.value.isEmpty, HTTPGrammar.isValidFieldValue(value.utf8) else {
+            return .failure(
+                ProxyError(
+                    .tokenUnavailable,
+                    "the provider produced an empty token or one with control characters",
+                    provider: provider
+                )
+            )
+        }
+        return .success(UpstreamRequestBuilder.Credential(name: self.header, value: value))
+    }
+}
+
+extension String {
+    /// The string with every `{token}` replaced by `token`.
+    func replacingTokenPlaceholder(with token: String) -> String {
+        self.split(separator: "{token}", omittingEmptySubsequences: false).joined(separator: token)
+    }
+}

@@ -1,0 +1,195 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The `command` grant: runs an argv (never a shell), takes a token from its stdout (the
+/// bare token, or JSON with `access_token` and optional `expires_in`), and caches it for
+/// `cache_seconds` or until `expires_in`, whichever ends first; with neither, until a 401.
+/// One run at a time: requests arriving meanwhile share its result.
+public final class CommandCredentialSource: CredentialSource {
+    private typealias Completion = @Sendable (Result<AccessToken, ProxyError>) -> Void
+
+    private let name: String
+    private let argv: [String]
+    private let cacheSeconds: Double?
+    private let timeout: Double
+    private let cache: Mutex<TokenCacheStateMachine<Completion>>
+
+    /// Creates the source for provider `name`; a run taking longer than `timeout` is killed.
+    public init(name: String, argv: [String], cacheSeconds: Double?, refreshSkewSeconds: Double, timeout: Double) {
+        self.name = name
+        self.argv = argv
+        self.cacheSeconds = cacheSeconds
+        self.timeout = timeout
+        self.cache = Mutex(TokenCacheStateMachine(skew: .milliseconds(Int64(refreshSkewSeconds * 1000))))
+    }
+
+    /// A cached token, or the result of the one run in flight.
+    public func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
+        let action = self.cache.withLock { $0.request(completion, now: .now) }
+        switch action {
+        case .deliver(let token):
+            completion(.success(token))
+        case .wait:
+            break
+        case .startFetch:
+            DispatchQueue.global().async { [self] in
+                let started = ContinuousClock.now
+                let result = self.run(started: started)
+                let waiters = self.cache.withLock { cache -> [Completion] in
+                    switch result {
+                    case .success(let token): return cache.fetchSucceeded(token)
+                    case .failure: return cache.fetchFailed()
+                    }
+                }
+                waiters.forEach { $0(result) }
+            }
+        }
+    }
+
+    /// Forgets `token` if it is still the cached one.
+    public func invalidate(_ token: AccessToken) {
+        self.cache.withLock { $0.invalidate(token) }
+    }
+
+    private func run(started: ContinuousClock.Instant) -> Result<AccessToken, ProxyError> {
+        let output: CommandRunner.Output
+        do {
+            output = try CommandRunner.run(self.argv, timeout: self.timeout)
+        } catch {
+            return .failure(ProxyError(.tokenUnavailable, "command failed: \(error)", provider: self.name))
+        }
+        guard output.status == 0 else {
+            let reason = output.timedOut ? "timed out after \(Int(self.timeout)) s" : "exited with status \(output.status)"
+            let stderr = output.stderr.isEmpty ? "" : ": \(output.stderr)"
+            return .failure(ProxyError(.tokenUnavailable, "command \(reason)\(stderr)", provider: self.name))
+        }
+        switch CommandOutputParser.parse(output.stdout) {
+        case .failure(let message):
+            return .failure(ProxyError(.tokenUnavailable, "command output: \(message)", provider: self.name))
+        case .success(let (value, expiresIn)):
+            // Expiry counts from when the command started, on the monotonic clock.
+            var lifetimes: [Double] = []
+            if let expiresIn { lifetimes.append(expiresIn) }
+            if let cacheSeconds = self.cacheSeconds { lifetimes.append(cacheSeconds) }
+            let expiresAt = lifetimes.min().map { started + .milliseconds(Int64($0 * 1000)) }
+            return .success(AccessToken(value: value, expiresAt: expiresAt))
+        }
+    }
+}
+
+/// Reads a credential command's stdout: a bare token, or a JSON object with
+/// `access_token` and optional `expires_in`.
+enum CommandOutputParser {
+    /// Why output was refused; never contains the output itself.
+    struct Refusal: Error, Equatable, CustomStringConvertible {
+        var description: String
+    }
+
+    static func parse(_ stdout: Data) -> Result<(String, Double?), Refusal> {
+        guard let text = String(data: stdout, encoding: .utf8) else {
+            return .failure(Refusal(description: "not UTF-8"))
+        }
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { return .failure(Refusal(description: "empty")) }
+        if trimmed.hasPrefix("{") {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(trimmed.utf8)) as? [String: Any] else {
+                return .failure(Refusal(description: "invalid JSON"))
+            }
+            guard let token = object["access_token"] as? String, !token.isEmpty else {
+                return .failure(Refusal(description: "JSON without a string access_token"))
+            }
+            var expiresIn: Double?
+            if let value = object["expires_in"] {
+                guard let number = (value as? NSNumber)?.doubleValue ?? (value as? String).flatMap(Double.init),
+                    number > 0, number <= 366 * 86400
+                else {
+                    return .failure(Refusal(description: "expires_in is not a sensible number of seconds"))
+                }
+                expiresIn = number
+            }
+            return .success((token, expiresIn))
+        }
+        guard !trimmed.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true }) else {
+            return .failure(Refusal(description: "more than one word; print only the token, or JSON"))
+        }
+        return .success((trimmed, nil))
+    }
+}
+
+/// Runs a program with arguments (no shell) and collects its output, killing it after a timeout.
+enum CommandRunner {
+    /// What the program produced.
+    struct Output {
+        var status: Int32
+        var stdout: Data
+        /// At most the last 1 KiB of stderr, trimmed, for error messages.
+        var stderr: String
+        var timedOut: Bool
+    }
+
+    /// Why the program could not be run.
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private static let maximumOutput = 1 << 20
+
+    static func run(_ argv: [String], timeout: Double) throws(Failure) -> Output {
+        guard let program = argv.first, let executable = self.locate(program) else {
+            throw Failure(description: "\(argv.first ?? "(empty)") not found")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = Array(argv.dropFirst())
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            throw Failure(description: "cannot start \(program): \(error.localizedDescription)")
+        }
+        let timedOut = Atomic<Bool>(false)
+        let killer = DispatchWorkItem {
+            timedOut.store(true, ordering: .relaxed)
+            process.terminate()
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
+        let errors = Mutex(Data())
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) {
+            let data = stderr.fileHandleForReading.readDataToEndOfFile()
+            errors.withLock { $0 = data }
+        }
+        let output = stdout.fileHandleForReading.readDataToEndOfFile()
+        group.wait()
+        process.waitUntilExit()
+        killer.cancel()
+        let errorText = String(decoding: errors.withLock { $0 }.suffix(1024), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return Output(
+            status: process.terminationStatus,
+            stdout: output.count > self.maximumOutput ? Data() : output,
+            stderr: errorText,
+            timedOut: timedOut.load(ordering: .relaxed)
+        )
+    }
+
+    /// `program` itself when it contains a slash, else the first executable match on PATH.
+    private static func locate(_ program: String) -> String? {
+        if program.contains("/") {
+            return FileManager.default.isExecutableFile(atPath: program) ? program : nil
+        }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for directory in path.split(separator: ":") {
+            let candidate = "\(directory)/\(program)"
+            if FileManager.default.isExecutableFile(atPath: candidate) {
+                return candidate
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,99 @@
+import Synchronization
+
+/// The credential source and header format of every provider, built from the configuration.
+/// A reload keeps the sources (and their cached tokens) of providers whose configuration did
+/// not change.
+public final class CredentialRegistry: Sendable {
+    /// A provider's source and formatter.
+    public struct Entry: Sendable {
+        /// Where tokens come from.
+        public var source: any CredentialSource
+        /// How a token becomes a header.
+        public var formatter: CredentialFormatter
+        /// The configuration the entry was built from.
+        public var configuration: ProviderConfiguration
+    }
+
+    private let entries: Mutex<[String: Entry]>
+
+    /// Builds the sources for `configuration`'s providers.
+    public init(configuration: ProxyConfiguration) {
+        self.entries = Mutex(Self.build(configuration, previous: [:]))
+    }
+
+    /// Replaces the providers, keeping unchanged ones.
+    public func reload(_ configuration: ProxyConfiguration) {
+        self.entries.withLock { entries in
+            entries = Self.build(configuration, previous: entries)
+        }
+    }
+
+    /// The entry for provider `name`.
+    public func entry(_ name: String) -> Entry? {
+        self.entries.withLock { $0[name] }
+    }
+
+    private static func build(_ configuration: ProxyConfiguration, previous: [String: Entry]) -> [String: Entry] {
+        var entries: [String: Entry] = [:]
+        for (name, provider) in configuration.providers {
+            if let kept = previous[name], kept.configuration == provider {
+                entries[name] = kept
+                continue
+            }
+            entries[name] = Entry(
+                source: self.source(for: provider, limits: configuration.limits),
+                formatter: CredentialFormatter(header: provider.header, format: provider.format),
+                configuration: provider
+            )
+        }
+        return entries
+    }
+
+    private static func source(for provider: ProviderConfiguration, limits: Limits) -> any CredentialSource {
+        switch provider.grant {
+        case .staticToken:
+            if let token = provider.token {
+                return StaticCredentialSource(name: provider.name, secret: token)
+            }
+        case .command:
+            if let argv = provider.command {
+                return CommandCredentialSource(
+                    name: provider.name,
+                    argv: argv,
+                    cacheSeconds: provider.cacheSeconds,
+                    refreshSkewSeconds: provider.refreshSkewSeconds,
+                    timeout: limits.tokenWaitSeconds
+                )
+            }
+        default:
+            break
+        }
+        return UnsupportedCredentialSource(name: provider.name, grant: provider.grant)
+    }
+}
+
+/// A grant this build cannot obtain tokens for yet: every request gets a clear error.
+struct UnsupportedCredentialSource: CredentialSource {
+    let name: String
+    let grant: GrantType
+
+    func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
+        if self.grant.isInteractive {
+            completion(
+                .failure(
+                    ProxyError(.loginRequired, "run `tokenproxy login \(self.name)` first", provider: self.name)
+                )
+            )
+        } else {
+            completion(
+                .failure(
+                    ProxyError(
+                        .tokenUnavailable,
+                        "the \(self.grant.rawValue) grant is not available in this version",
+                        provider: self.name
+                    )
+                )
+            )
+        }
+    }
+}

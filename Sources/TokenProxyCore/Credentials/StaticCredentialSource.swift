@@ -1,0 +1,30 @@
+/// The `static` grant: a fixed token from a secret. A `{"file": …}` secret is re-read when
+/// the file changes, so a rotated key is picked up without a restart.
+public struct StaticCredentialSource: CredentialSource {
+    private let name: String
+    private let secret: Secret
+
+    /// Creates the source for provider `name`.
+    public init(name: String, secret: Secret) {
+        self.name = name
+        self.secret = secret
+    }
+
+    /// The secret's current value.
+    public func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
+        do {
+            let value = try self.secret.resolve()
+            completion(.success(AccessToken(value: value)))
+        } catch {
+            completion(
+                .failure(
+                    ProxyError(
+                        .tokenUnavailable,
+                        error.problems.map(\.message).joined(separator: "; "),
+                        provider: self.name
+                    )
+                )
+            )
+        }
+    }
+}

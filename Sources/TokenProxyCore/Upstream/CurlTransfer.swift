@@ -1,0 +1,413 @@
+import CCurl
+import Dispatch
+import Synchronization
+
+/// One request to an upstream: a libcurl easy handle, its callbacks, and the flow control
+/// between the client connection's queue and the engine thread.
+///
+/// Ownership: the engine keeps the transfer alive (strongly, in its table) from `add` until
+/// it is finished or cancelled; libcurl's userdata pointers are unretained references to it,
+/// valid for exactly that span, since the easy handle is removed and cleaned up first.
+///
+/// Threads: the `engine*` fields are touched only on the engine thread; ``Shared`` is
+/// the state both sides touch, behind its mutex. That makes `@unchecked Sendable` sound.
+final class CurlTransfer: @unchecked Sendable {
+    /// TLS, protocol and timeout settings taken from the route and the limits.
+    struct Options: Sendable {
+        var allowPlainHTTP: Bool
+        var caFile: String?
+        var clientCertificate: String?
+        var clientKeyPEM: String?
+        var connectTimeout: Double
+        var firstByteTimeout: Double
+    }
+
+    private struct Shared {
+        var body: [UInt8] = []
+        var bodyStart = 0
+        var bodyEnded = false
+        var readPaused = false
+        var clientPaused = false
+        var outPending = 0
+        var outBlocked = false
+        var writePaused = false
+    }
+
+    private static let bodyHighMark = 256 * 1024
+    private static let bodyLowMark = 64 * 1024
+    private static let outPendingLimit = 512 * 1024
+
+    let request: UpstreamRequest
+    let options: Options
+    let exchange: QueueBound<HTTPExchange>
+    let match: Router.Match
+    let base: UpstreamURL.Base
+    let requestIsHead: Bool
+    /// Called on the exchange's queue when the transfer ended, with whether the response head
+    /// went out; used for logging and, later, the 401 replay rule.
+    let onComplete: @Sendable (CurlTransferOutcome) -> Void
+
+    private let shared = Mutex(Shared())
+    private weak var engine: CurlEngine?
+
+    // Engine thread only.
+    private(set) var easy: UnsafeMutableRawPointer?
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var errorBuffer: UnsafeMutablePointer<CChar>?
+    private var parser = UpstreamResponseParser()
+    private var headSent = false
+    var result: CURLcode = CURLE_OK
+    var firstByteDeadline: ContinuousClock.Instant?
+
+    init(
+        request: UpstreamRequest,
+        options: Options,
+        exchange: QueueBound<HTTPExchange>,
+        match: Router.Match,
+        base: UpstreamURL.Base,
+        requestIsHead: Bool,
+        onComplete: @escaping @Sendable (CurlTransferOutcome) -> Void
+    ) {
+        self.request = request
+        self.options = options
+        self.exchange = exchange
+        self.match = match
+        self.base = base
+        self.requestIsHead = requestIsHead
+        self.onComplete = onComplete
+    }
+
+    // MARK: Client side (the exchange's queue)
+
+    /// Adds request body bytes; pauses the client when enough is buffered.
+    func appendBody(_ bytes: [UInt8], exchange: HTTPExchange) {
+        let (resume, pauseClient) = self.shared.withLock { shared -> (Bool, Bool) in
+            shared.body.append(contentsOf: bytes)
+            let resume = shared.readPaused
+            shared.readPaused = false
+            let pending = shared.body.count - shared.bodyStart
+            let pause = pending >= Self.bodyHighMark && !shared.clientPaused
+            if pause {
+                shared.clientPaused = true
+            }
+            return (resume, pause)
+        }
+        if pauseClient {
+            exchange.pauseBody()
+        }
+        if resume {
+            self.engine?.resume(self)
+        }
+    }
+
+    /// Marks the request body complete.
+    func endBody() {
+        let resume = self.shared.withLock { shared -> Bool in
+            shared.bodyEnded = true
+            defer { shared.readPaused = false }
+            return shared.readPaused
+        }
+        if resume {
+            self.engine?.resume(self)
+        }
+    }
+
+    // MARK: Engine thread
+
+    /// Creates and configures the easy handle; nil (after answering the client) on failure.
+    func prepare(engine: CurlEngine) -> UnsafeMutableRawPointer? {
+        self.engine = engine
+        guard let easy = curl_easy_init() else {
+            self.fail(ProxyError(.upstreamUnreachable, "cannot create a transfer", route: self.match.route.name))
+            return nil
+        }
+        self.easy = easy
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        buffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        self.errorBuffer = buffer
+
+        var ok = true
+        func set(_ code: CURLcode) {
+            if code != CURLE_OK { ok = false }
+        }
+        set(tp_easy_setopt_pointer(easy, CURLOPT_PRIVATE, userdata))
+        set(tp_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, buffer))
+        set(tp_easy_setopt_string(easy, CURLOPT_URL, self.request.url))
+        // Only the route's upstream, never redirects, never another protocol, never an
+        // environment proxy, and the path exactly as built (SPEC "Security rules").
+        set(tp_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, self.options.allowPlainHTTP ? "http,https" : "https"))
+        set(tp_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "https"))
+        set(tp_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
+        set(tp_easy_setopt_string(easy, CURLOPT_PROXY, ""))
+        set(tp_easy_setopt_long(easy, CURLOPT_PATH_AS_IS, 1))
+        set(tp_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
+        set(tp_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1))
+        set(tp_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2))
+        set(tp_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+        set(tp_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
+        set(tp_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 128 * 1024))
+        set(tp_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(self.options.connectTimeout * 1000)))
+        if let caFile = self.options.caFile {
+            set(tp_easy_setopt_string(easy, CURLOPT_CAINFO, caFile))
+        }
+        if let certificate = self.options.clientCertificate {
+            set(tp_easy_setopt_string(easy, CURLOPT_SSLCERT, certificate))
+        }
+        if let key = self.options.clientKeyPEM {
+            var bytes = Array(key.utf8)
+            bytes.withUnsafeMutableBytes { raw in
+                var blob = curl_blob(data: raw.baseAddress, len: raw.count, flags: UInt32(CURL_BLOB_COPY))
+                set(tp_easy_setopt_pointer(easy, CURLOPT_SSLKEY_BLOB, &blob))
+            }
+        }
+        set(tp_easy_setopt_write_callback(easy, curlWriteCallback))
+        set(tp_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, userdata))
+        set(tp_easy_setopt_header_callback(easy, curlHeaderCallback))
+        set(tp_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, userdata))
+
+        switch (self.request.method, self.request.body) {
+        case ("HEAD", _):
+            set(tp_easy_setopt_long(easy, CURLOPT_NOBODY, 1))
+        case ("GET", .none):
+            set(tp_easy_setopt_long(easy, CURLOPT_HTTPGET, 1))
+        case (let method, .none):
+            set(tp_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method))
+        case (let method, let body):
+            set(tp_easy_setopt_long(easy, CURLOPT_UPLOAD, 1))
+            set(tp_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method))
+            set(tp_easy_setopt_read_callback(easy, curlReadCallback))
+            set(tp_easy_setopt_pointer(easy, CURLOPT_READDATA, userdata))
+            if case .length(let length) = body {
+                set(tp_easy_setopt_off_t(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(length)))
+            }
+        }
+
+        var list: UnsafeMutablePointer<curl_slist>?
+        for field in self.request.headers {
+            // Names and values were checked by the parser; check again at the boundary, since
+            // a CR, LF or NUL here would split the upstream request.
+            guard HTTPGrammar.isToken(field.name), HTTPGrammar.isValidFieldValue(field.value.utf8) else { continue }
+            // "Name:" would tell libcurl to drop the field; "Name;" sends it empty.
+            list = curl_slist_append(list, field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")
+        }
+        // Headers libcurl would add on its own: the client decides, not the proxy.
+        list = curl_slist_append(list, "Expect:")
+        if !self.request.headers.contains("Accept") {
+            list = curl_slist_append(list, "Accept:")
+        }
+        self.headerList = list
+        set(tp_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list))
+
+        guard ok else {
+            self.fail(ProxyError(.upstreamUnreachable, "cannot configure the upstream request", route: self.match.route.name))
+            self.release()
+            return nil
+        }
+        if self.request.body == .none {
+            self.firstByteDeadline = .now + .milliseconds(Int64(self.options.firstByteTimeout * 1000))
+        }
+        return easy
+    }
+
+    /// Continues a paused transfer.
+    func unpause() {
+        guard let easy = self.easy else { return }
+        curl_easy_pause(easy, tp_pause_cont())
+    }
+
+    /// Frees the easy handle; called after it was removed from the multi handle.
+    func release() {
+        if let easy = self.easy {
+            curl_easy_cleanup(easy)
+            self.easy = nil
+        }
+        curl_slist_free_all(self.headerList)
+        self.headerList = nil
+        self.errorBuffer?.deallocate()
+        self.errorBuffer = nil
+    }
+
+    /// Reports the end of the transfer to the client.
+    func complete(timedOut: Bool) {
+        let route = self.match.route
+        if timedOut {
+            if self.headSent {
+                self.abortClient()
+            } else {
+                self.fail(ProxyError(.upstreamTimeout, "the upstream did not answer in time", route: route.name, provider: route.provider))
+            }
+            return
+        }
+        if self.result == CURLE_OK && self.headSent {
+            let onComplete = self.onComplete
+            self.exchange.execute { exchange in
+                exchange.finish()
+                onComplete(.finished)
+            }
+        } else if self.headSent {
+            // Reset after the head went out: the client must see a broken body, never a
+            // complete-looking one.
+            self.abortClient()
+        } else {
+            self.fail(ProxyError(.upstreamUnreachable, self.errorMessage(), route: route.name, provider: route.provider))
+        }
+    }
+
+    private func errorMessage() -> String {
+        let detail = self.errorBuffer.map { String(cString: $0) } ?? ""
+        let summary = String(cString: curl_easy_strerror(self.result))
+        if self.result == CURLE_OK {
+            return "the upstream sent no valid response"
+        }
+        return detail.isEmpty ? summary : "\(summary): \(detail)"
+    }
+
+    private func fail(_ error: ProxyError) {
+        let onComplete = self.onComplete
+        self.exchange.execute { exchange in
+            exchange.respond(ErrorResponse.response(for: error))
+            onComplete(.failed(error))
+        }
+    }
+
+    private func abortClient() {
+        let onComplete = self.onComplete
+        self.exchange.execute { exchange in
+            exchange.abort()
+            onComplete(.aborted)
+        }
+    }
+
+    // MARK: libcurl callbacks (engine thread)
+
+    fileprivate func readRequestBody(into target: UnsafeMutableRawBufferPointer) -> Int {
+        let (count, resumeClient, ended) = self.shared.withLock { shared -> (Int, Bool, Bool) in
+            let available = shared.body.count - shared.bodyStart
+            if available == 0 {
+                if shared.bodyEnded { return (0, false, true) }
+                shared.readPaused = true
+                return (-1, false, false)
+            }
+            let count = min(available, target.count)
+            shared.body.withUnsafeBytes { source in
+                target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[shared.bodyStart..<shared.bodyStart + count]))
+            }
+            shared.bodyStart += count
+            if shared.bodyStart == shared.body.count {
+                shared.body.removeAll(keepingCapacity: true)
+                shared.bodyStart = 0
+            } else if shared.bodyStart > Self.bodyHighMark {
+                shared.body.removeFirst(shared.bodyStart)
+                shared.bodyStart = 0
+            }
+            var resume = false
+            if shared.clientPaused, shared.body.count - shared.bodyStart <= Self.bodyLowMark {
+                shared.clientPaused = false
+                resume = true
+            }
+            return (count, resume, false)
+        }
+        if resumeClient {
+            self.exchange.execute { $0.resumeBody() }
+        }
+        if ended {
+            // The request is fully sent: the first-byte deadline starts now.
+            self.firstByteDeadline = .now + .milliseconds(Int64(self.options.firstByteTimeout * 1000))
+            return 0
+        }
+        return count < 0 ? tp_readfunc_pause() : count
+    }
+
+    fileprivate func receivedHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard !self.headSent else { return true }  // trailers after the body are dropped
+        switch self.parser.line(String(decoding: line, as: UTF8.self)) {
+        case .pending, .interim:
+            return true
+        case .invalid:
+            return false
+        case .complete:
+            self.headSent = true
+            self.firstByteDeadline = nil
+            let head = self.parser.head(requestIsHead: self.requestIsHead, match: self.match, base: self.base)
+            self.exchange.execute { $0.sendHead(head) }
+            return true
+        }
+    }
+
+    fileprivate func receivedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let accepted = self.shared.withLock { shared -> Bool in
+            if shared.outBlocked || shared.outPending >= Self.outPendingLimit {
+                shared.writePaused = true
+                return false
+            }
+            shared.outPending += bytes.count
+            return true
+        }
+        guard accepted else { return tp_writefunc_pause() }
+        let copy = [UInt8](bytes)
+        self.exchange.execute { [self] exchange in
+            exchange.sendBody(copy)
+            let writable = exchange.isWritable
+            let resume = self.shared.withLock { shared -> Bool in
+                shared.outPending -= copy.count
+                if !writable {
+                    shared.outBlocked = true
+                    return false
+                }
+                return self.takeWritePause(&shared)
+            }
+            if !writable {
+                exchange.onWritable = { [self] in
+                    exchange.onWritable = nil
+                    let resume = self.shared.withLock { shared -> Bool in
+                        shared.outBlocked = false
+                        return self.takeWritePause(&shared)
+                    }
+                    if resume { self.engine?.resume(self) }
+                }
+            }
+            if resume { self.engine?.resume(self) }
+        }
+        return bytes.count
+    }
+
+    private func takeWritePause(_ shared: inout Shared) -> Bool {
+        guard shared.writePaused, !shared.outBlocked, shared.outPending < Self.outPendingLimit else { return false }
+        shared.writePaused = false
+        return true
+    }
+}
+
+/// How a transfer ended, as seen by the client.
+enum CurlTransferOutcome: Sendable, Equatable {
+    /// The whole response was relayed.
+    case finished
+    /// The response broke off after its head; the client connection was aborted.
+    case aborted
+    /// No response head was relayed; the client got this error.
+    case failed(ProxyError)
+}
+
+private func transfer(_ userdata: UnsafeMutableRawPointer?) -> CurlTransfer? {
+    userdata.map { Unmanaged<CurlTransfer>.fromOpaque($0).takeUnretainedValue() }
+}
+
+private let curlWriteCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    data, size, count, userdata in
+    guard let transfer = transfer(userdata), let data else { return 0 }
+    return transfer.receivedBody(UnsafeRawBufferPointer(start: data, count: size * count))
+}
+
+private let curlReadCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    data, size, count, userdata in
+    guard let transfer = transfer(userdata), let data else { return tp_readfunc_abort() }
+    return transfer.readRequestBody(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
+}
+
+private let curlHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    data, size, count, userdata in
+    guard let transfer = transfer(userdata), let data else { return 0 }
+    let line = UnsafeRawBufferPointer(start: data, count: size * count)
+    return transfer.receivedHeaderLine(line) ? size * count : 0
+}

@@ -1,0 +1,104 @@
+/// Everything the upstream engine needs to send one request: a pure value built from the
+/// client's head, the matched route and the credential, with no client framing left in it.
+public struct UpstreamRequest: Sendable, Equatable {
+    /// How the request body is sent upstream.
+    public enum Body: Sendable, Equatable {
+        /// No body.
+        case none
+        /// Exactly this many bytes (`Content-Length`).
+        case length(Int64)
+        /// A body of unknown length (chunked to an HTTP/1.1 upstream).
+        case streamed
+    }
+
+    /// The method, as the client sent it.
+    public var method: String
+    /// The absolute upstream URL, built from parsed parts (see ``UpstreamURL``).
+    public var url: String
+    /// The header fields to send, in order, none of them hop-by-hop or framing fields.
+    public var headers: HTTPHeaders
+    /// The body framing.
+    public var body: Body
+}
+
+/// Builds ``UpstreamRequest``s: hop-by-hop removal, `X-Forwarded-*`, Host, the route's
+/// header edits and the credential (SPEC "Behaviour" 3, "Security rules").
+public enum UpstreamRequestBuilder {
+    /// Hop-by-hop fields (RFC 9110 §7.6.1) and fields the engine frames itself; never forwarded.
+    static let hopByHop: Set<String> = [
+        "connection", "keep-alive", "proxy-authorization", "proxy-authenticate", "proxy-connection", "te",
+        "trailer", "transfer-encoding", "upgrade", "content-length", "host", "expect",
+    ]
+
+    /// The credential header to add, already formatted (`Authorization: Bearer …`).
+    public struct Credential: Sendable, Equatable {
+        /// The header name.
+        public var name: String
+        /// The header value.
+        public var value: String
+
+        /// Creates a credential header.
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// Builds the request for `head` along `match`. `credential` is nil for routes without a
+    /// provider, or when the client's own credential is kept.
+    public static func build(
+        head: HTTPRequestHead,
+        match: Router.Match,
+        url: String,
+        credential: Credential?,
+        clientAddress: String
+    ) -> UpstreamRequest {
+        let route = match.route
+        var headers = head.headers
+
+        // The Connection header is processed first (RFC 9110 §7.6.1), before anything is
+        // injected, so a client cannot name the injected credential as hop-by-hop.
+        var removed = hopByHop
+        for name in head.headers.tokens("Connection") {
+            removed.insert(name)
+        }
+        headers.remove(lowercasedNames: removed)
+        headers.remove(lowercasedNames: Set(route.removeHeaders.map { $0.lowercased() }))
+
+        let credentialHeader = credential?.name ?? "Authorization"
+        if route.provider != nil, route.incomingAuthorization == .replace || credential != nil {
+            headers.remove(name: credentialHeader)
+        }
+
+        // X-Forwarded-For accumulates; Proto and Host describe this hop only.
+        let forwardedFor = head.headers.values("X-Forwarded-For").joined(separator: ", ")
+        headers.remove(name: "X-Forwarded-For")
+        headers.remove(name: "X-Forwarded-Proto")
+        headers.remove(name: "X-Forwarded-Host")
+        let client = clientAddress == "unix" ? "unix" : clientAddress
+        headers.add(name: "X-Forwarded-For", value: forwardedFor.isEmpty ? client : "\(forwardedFor), \(client)")
+        headers.add(name: "X-Forwarded-Proto", value: "http")
+        if let host = head.authority {
+            headers.add(name: "X-Forwarded-Host", value: host)
+            if route.preserveHost {
+                headers.add(name: "Host", value: host)
+            }
+        }
+        for name in route.addHeaders.keys.sorted() {
+            if let value = route.addHeaders[name] {
+                headers.replaceOrAdd(name: name, value: value)
+            }
+        }
+        if let credential {
+            headers.add(name: credential.name, value: credential.value)
+        }
+
+        let body: UpstreamRequest.Body
+        switch head.framing {
+        case .none: body = .none
+        case .contentLength(let length): body = .length(length)
+        case .chunked: body = .streamed
+        }
+        return UpstreamRequest(method: head.method, url: url, headers: headers, body: body)
+    }
+}

@@ -1,0 +1,109 @@
+import CCurl
+
+/// Builds upstream URLs from parsed parts with libcurl's URL API (`curl_url`), never by
+/// concatenating client input into a URL string: the scheme, host and port always come
+/// from the route's `upstream`, so a path like `/@evil/x` or `//evil/x` stays a path.
+public struct UpstreamURL: Sendable, Equatable {
+    /// The route's upstream split into parts, parsed once when the route is set up.
+    public struct Base: Sendable, Equatable {
+        /// `https` or `http`.
+        public var scheme: String
+        /// The host, as libcurl normalized it.
+        public var host: String
+        /// The explicit port, if any.
+        public var port: String?
+        /// The base path without a trailing slash (empty for the root).
+        public var path: String
+        /// The base URL's own query, if any.
+        public var query: String?
+        /// The base URL as given.
+        public var url: String
+
+        /// `scheme://host[:port]`: the upstream's origin, for recognising its own redirects.
+        public var origin: String {
+            let defaultPort = self.scheme == "https" ? "443" : "80"
+            if let port = self.port, port != defaultPort {
+                return "\(self.scheme)://\(self.host):\(port)"
+            }
+            return "\(self.scheme)://\(self.host)"
+        }
+    }
+
+    /// An error parsing a base URL or setting a part.
+    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        /// What failed.
+        public var description: String
+    }
+
+    /// Parses a route's upstream URL.
+    public static func parseBase(_ upstream: String) throws(Failure) -> Base {
+        CurlGlobal.initialize()
+        guard let handle = curl_url() else { throw Failure(description: "out of memory") }
+        defer { curl_url_cleanup(handle) }
+        guard curl_url_set(handle, CURLUPART_URL, upstream, 0) == CURLUE_OK else {
+            throw Failure(description: "invalid upstream URL")
+        }
+        guard let scheme = Self.part(handle, CURLUPART_SCHEME), let host = Self.part(handle, CURLUPART_HOST) else {
+            throw Failure(description: "upstream URL needs a scheme and a host")
+        }
+        var path = Self.part(handle, CURLUPART_PATH) ?? ""
+        while path.hasSuffix("/") {
+            path.removeLast()
+        }
+        return Base(
+            scheme: scheme.lowercased(),
+            host: host,
+            port: Self.part(handle, CURLUPART_PORT),
+            path: path,
+            query: Self.part(handle, CURLUPART_QUERY),
+            url: upstream
+        )
+    }
+
+    /// The full URL for a request whose remaining path is `path` (already percent-encoded as
+    /// the client sent it, starting with `/` or empty) and whose raw query is `query`.
+    public static func build(base: Base, path: String, query: String?) throws(Failure) -> String {
+        guard let handle = curl_url() else { throw Failure(description: "out of memory") }
+        defer { curl_url_cleanup(handle) }
+        guard curl_url_set(handle, CURLUPART_URL, base.url, 0) == CURLUE_OK else {
+            throw Failure(description: "invalid upstream URL")
+        }
+        var fullPath = base.path + path
+        if fullPath.isEmpty {
+            fullPath = "/"
+        }
+        guard curl_url_set(handle, CURLUPART_PATH, fullPath, 0) == CURLUE_OK else {
+            throw Failure(description: "invalid request path")
+        }
+        let combinedQuery: String?
+        switch (base.query, query) {
+        case (let baseQuery?, let clientQuery?): combinedQuery = "\(baseQuery)&\(clientQuery)"
+        case (let baseQuery?, nil): combinedQuery = baseQuery
+        case (nil, let clientQuery): combinedQuery = clientQuery
+        }
+        guard curl_url_set(handle, CURLUPART_QUERY, combinedQuery, 0) == CURLUE_OK else {
+            throw Failure(description: "invalid query")
+        }
+        guard let url = Self.part(handle, CURLUPART_URL) else { throw Failure(description: "cannot build URL") }
+        return url
+    }
+
+    private static func part(_ handle: OpaquePointer, _ part: CURLUPart) -> String? {
+        var value: UnsafeMutablePointer<CChar>?
+        guard curl_url_get(handle, part, &value, 0) == CURLUE_OK, let value else { return nil }
+        defer { curl_free(value) }
+        return String(cString: value)
+    }
+}
+
+/// libcurl's process-wide initialisation, done exactly once before any other libcurl call.
+enum CurlGlobal {
+    private static let initialized: Bool = {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+    }()
+
+    /// Initialises libcurl if it was not yet.
+    static func initialize() {
+        _ = self.initialized
+    }
+}
