@@ -28,6 +28,7 @@ public final class HTTPServer: Sendable {
     private let logger: Logger
     private let workQueue = DispatchQueue(label: "tokenproxy.connections", attributes: .concurrent)
     private let registry = Mutex(Registry())
+    private let acceptCount = Atomic<Int>(0)
 
     /// Creates a server; ``bind(_:)`` starts listening.
     public init(settings: ConnectionSettings, maxConnections: Int, handler: any HTTPExchangeHandler, logger: Logger) {
@@ -40,6 +41,11 @@ public final class HTTPServer: Sendable {
     /// The number of open client connections.
     public var openConnections: Int {
         self.registry.withLock { $0.connections.count }
+    }
+
+    /// How many connections were accepted since start, refused ones included.
+    public var acceptedConnections: Int {
+        self.acceptCount.load(ordering: .relaxed)
     }
 
     /// Listens on `address` and starts accepting; returns the address actually bound.
@@ -57,6 +63,7 @@ public final class HTTPServer: Sendable {
     }
 
     private func accepted(_ descriptor: Int32, peer: String) {
+        self.acceptCount.add(1, ordering: .relaxed)
         let queue = DispatchQueue(label: "tokenproxy.connection", target: self.workQueue)
         let admitted = self.registry.withLock { registry -> Bool in
             !registry.draining && registry.connections.count < self.maxConnections

@@ -62,29 +62,35 @@ public struct UpstreamURL: Sendable, Equatable {
 
     /// The full URL for a request whose remaining path is `path` (already percent-encoded as
     /// the client sent it, starting with `/` or empty) and whose raw query is `query`.
+    ///
+    /// The origin comes from the parsed base; the client's path and query were checked by the
+    /// parser (visible ASCII, no `#`, valid escapes) and are kept byte for byte (libcurl's part
+    /// setters would re-case `%2F` escapes, which breaks signed URLs). The result is parsed
+    /// again and must have exactly the base's scheme, host and port.
     public static func build(base: Base, path: String, query: String?) throws(Failure) -> String {
-        guard let handle = curl_url() else { throw Failure(description: "out of memory") }
-        defer { curl_url_cleanup(handle) }
-        guard curl_url_set(handle, CURLUPART_URL, base.url, 0) == CURLUE_OK else {
-            throw Failure(description: "invalid upstream URL")
+        guard path.isEmpty || path.hasPrefix("/"), !path.contains("#"), !(query?.contains("#") ?? false) else {
+            throw Failure(description: "invalid request path")
         }
         var fullPath = base.path + path
         if fullPath.isEmpty {
             fullPath = "/"
         }
-        guard curl_url_set(handle, CURLUPART_PATH, fullPath, 0) == CURLUE_OK else {
-            throw Failure(description: "invalid request path")
-        }
-        let combinedQuery: String?
+        var url = base.origin + fullPath
         switch (base.query, query) {
-        case (let baseQuery?, let clientQuery?): combinedQuery = "\(baseQuery)&\(clientQuery)"
-        case (let baseQuery?, nil): combinedQuery = baseQuery
-        case (nil, let clientQuery): combinedQuery = clientQuery
+        case (let baseQuery?, let clientQuery?): url += "?\(baseQuery)&\(clientQuery)"
+        case (let baseQuery?, nil): url += "?\(baseQuery)"
+        case (nil, let clientQuery?): url += "?\(clientQuery)"
+        case (nil, nil): break
         }
-        guard curl_url_set(handle, CURLUPART_QUERY, combinedQuery, 0) == CURLUE_OK else {
-            throw Failure(description: "invalid query")
+        guard let handle = curl_url() else { throw Failure(description: "out of memory") }
+        defer { curl_url_cleanup(handle) }
+        guard curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK,
+            Self.part(handle, CURLUPART_SCHEME)?.lowercased() == base.scheme,
+            Self.part(handle, CURLUPART_HOST) == base.host,
+            Self.part(handle, CURLUPART_PORT) == base.port
+        else {
+            throw Failure(description: "the request path would change the upstream")
         }
-        guard let url = Self.part(handle, CURLUPART_URL) else { throw Failure(description: "cannot build URL") }
         return url
     }
 

@@ -180,6 +180,64 @@ final class TestClient {
         return response
     }
 
+    /// Reads a response head only; the body stays on the wire for ``streamBody(of:_:)``.
+    func readHead() throws -> Response {
+        guard let statusLine = try self.readLine() else { throw Failure(description: "EOF before a response") }
+        let parts = statusLine.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, let status = Int(parts[1]) else { throw Failure(description: "bad status line") }
+        var headers: [(String, String)] = []
+        while let line = try self.readLine(), !line.isEmpty {
+            guard let colon = line.firstIndex(of: ":") else { throw Failure(description: "bad header: \(line)") }
+            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+        }
+        return Response(status: status, headers: headers, body: [])
+    }
+
+    /// Streams the body of `head` to `consume` without keeping it; returns whether the body
+    /// was complete (false when the connection ended early).
+    @discardableResult
+    func streamBody(of head: Response, _ consume: ([UInt8]) -> Void) throws -> Bool {
+        if let length = head.header("Content-Length").flatMap(Int.init) {
+            var remaining = length
+            while remaining > 0 {
+                if self.buffer.isEmpty {
+                    guard try self.fill() else { return false }
+                }
+                let take = min(remaining, self.buffer.count)
+                consume(Array(self.buffer[..<take]))
+                self.buffer.removeFirst(take)
+                remaining -= take
+            }
+            return true
+        }
+        guard head.header("Transfer-Encoding")?.lowercased() == "chunked" else {
+            throw Failure(description: "no framing")
+        }
+        while true {
+            guard let sizeLine = try self.readLine(), let size = Int(sizeLine, radix: 16) else { return false }
+            if size == 0 {
+                while let trailer = try self.readLine(), !trailer.isEmpty {}
+                return true
+            }
+            var remaining = size
+            while remaining > 0 {
+                if self.buffer.isEmpty {
+                    guard try self.fill() else { return false }
+                }
+                let take = min(remaining, self.buffer.count)
+                consume(Array(self.buffer[..<take]))
+                self.buffer.removeFirst(take)
+                remaining -= take
+            }
+            guard (try? self.readExactly(2)) != nil else { return false }
+        }
+    }
+
+    /// Closes the socket now (a client going away mid-exchange).
+    func closeNow() {
+        shutdown(self.descriptor, Int32(SHUT_RDWR))
+    }
+
     /// Whether the server closed the connection: reads until EOF, failing if data arrives.
     func isClosedByServer() throws -> Bool {
         if self.sawEOF { return self.buffer.isEmpty }

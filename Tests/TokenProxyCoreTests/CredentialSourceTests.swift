@@ -1,0 +1,208 @@
+import Foundation
+import Testing
+
+@testable import TokenProxyCore
+
+/// A temporary directory with small executable scripts for `command` providers.
+final class ScriptDirectory {
+    let url: URL
+
+    init() throws {
+        self.url = FileManager.default.temporaryDirectory.appendingPathComponent("tp-cmd-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: self.url, withIntermediateDirectories: true)
+    }
+
+    /// Writes an executable `/bin/sh` script and returns its path.
+    func script(_ name: String, _ body: String) throws -> String {
+        let path = self.url.appendingPathComponent(name).path
+        try ("#!/bin/sh\n" + body + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o700)
+        return path
+    }
+
+    func path(_ name: String) -> String {
+        self.url.appendingPathComponent(name).path
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: self.url)
+    }
+}
+
+private func fetch(_ source: any CredentialSource) -> Result<AccessToken, ProxyError> {
+    let box = ResultBox()
+    let done = DispatchSemaphore(value: 0)
+    source.token { result in
+        box.set(result)
+        done.signal()
+    }
+    done.wait()
+    return box.get()
+}
+
+private final class ResultBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<AccessToken, ProxyError> = .failure(ProxyError(.tokenUnavailable, "unset"))
+    func set(_ result: Result<AccessToken, ProxyError>) { self.lock.withLock { self.result = result } }
+    func get() -> Result<AccessToken, ProxyError> { self.lock.withLock { self.result } }
+}
+
+struct CredentialSourceTests {
+    @Test func aCommandPrintingABareTokenIsUsed() throws {
+        let scripts = try ScriptDirectory()
+        let command = try scripts.script("token", "printf 'plain-token-1\\n'")
+        let source = CommandCredentialSource(name: "cmd", argv: [command], cacheSeconds: nil, refreshSkewSeconds: 0, timeout: 10)
+        #expect(try fetch(source).get().value == "plain-token-1")
+    }
+
+    @Test func aCommandPrintingJSONGivesTheTokenAndItsExpiry() throws {
+        let scripts = try ScriptDirectory()
+        let command = try scripts.script("token", #"echo '{"access_token": "json-token", "expires_in": 3600}'"#)
+        let source = CommandCredentialSource(name: "cmd", argv: [command], cacheSeconds: nil, refreshSkewSeconds: 0, timeout: 10)
+        let token = try fetch(source).get()
+        #expect(token.value == "json-token")
+        #expect(token.expiresAt != nil)
+    }
+
+    @Test func concurrentRequestsShareOneRunAndTheResultIsCached() throws {
+        let scripts = try ScriptDirectory()
+        let counter = scripts.path("runs")
+        let command = try scripts.script("token", "echo run >> '\(counter)'\nsleep 0.3\necho shared-token")
+        let source = CommandCredentialSource(name: "cmd", argv: [command], cacheSeconds: 300, refreshSkewSeconds: 0, timeout: 10)
+        let group = DispatchGroup()
+        let values = Locked<[String]>([])
+        for _ in 0..<20 {
+            group.enter()
+            source.token { result in
+                if case .success(let token) = result { values.withLock { $0.append(token.value) } }
+                group.leave()
+            }
+        }
+        group.wait()
+        #expect(values.withLock { $0 } == Array(repeating: "shared-token", count: 20))
+        #expect(try fetch(source).get().value == "shared-token")
+        let runs = try String(contentsOfFile: counter, encoding: .utf8).split(separator: "\n").count
+        #expect(runs == 1)
+    }
+
+    @Test func anExpiredCacheRunsTheCommandAgain() throws {
+        let scripts = try ScriptDirectory()
+        let counter = scripts.path("runs")
+        let command = try scripts.script("token", "echo run >> '\(counter)'\necho token-$(wc -l < '\(counter)' | tr -d ' ')")
+        // A refresh skew larger than the cache lifetime makes every cached token stale at once.
+        let source = CommandCredentialSource(name: "cmd", argv: [command], cacheSeconds: 5, refreshSkewSeconds: 10, timeout: 10)
+        #expect(try fetch(source).get().value == "token-1")
+        #expect(try fetch(source).get().value == "token-2")
+    }
+
+    @Test func aFailingCommandReportsItsStatusAndStderr() throws {
+        let scripts = try ScriptDirectory()
+        let command = try scripts.script("token", "echo 'login expired, run gcloud auth login' >&2\nexit 3")
+        let source = CommandCredentialSource(name: "cmd", argv: [command], cacheSeconds: nil, refreshSkewSeconds: 0, timeout: 10)
+        guard case .failure(let error) = fetch(source) else {
+            Issue.record("a failing command produced a token")
+            return
+        }
+        #expect(error.code == .tokenUnavailable)
+        #expect(error.message.contains("status 3"))
+        #expect(error.message.contains("login expired"))
+    }
+
+    @Test func aHangingCommandIsKilledAtItsTimeout() throws {
+        let scripts = try ScriptDirectory()
+        let command = try scripts.script("token", "sleep 30\necho late")
+        let source = CommandCredentialSource(name: "cmd", argv: [command], cacheSeconds: nil, refreshSkewSeconds: 0, timeout: 0.5)
+        guard case .failure(let error) = fetch(source) else {
+            Issue.record("a hanging command produced a token")
+            return
+        }
+        #expect(error.message.contains("timed out"))
+    }
+
+    @Test(arguments: ["", "two words", #"{"token": "x"}"#, #"{"access_token": "x", "expires_in": -5}"#, "{not json"])
+    func unusableOutputIsRefusedWithoutEchoingIt(output: String) {
+        guard case .failure(let refusal) = CommandOutputParser.parse(Data(output.utf8)) else {
+            Issue.record("accepted \(output)")
+            return
+        }
+        #expect(output.isEmpty || !refusal.description.contains(output))
+    }
+
+    @Test func tokensWithControlCharactersAreNeverFormatted() throws {
+        let formatter = CredentialFormatter(header: "Authorization", format: "Bearer {token}")
+        let result = formatter.header(for: AccessToken(value: "abc\r\nX-Injected: 1"), provider: "p")
+        guard case .failure(let error) = result else {
+            Issue.record("a token with CRLF was formatted")
+            return
+        }
+        #expect(!error.message.contains("abc"))
+        #expect(try formatter.header(for: AccessToken(value: "t0k"), provider: "p").get().value == "Bearer t0k")
+    }
+}
+
+struct TokenCacheStateMachineTests {
+    @Test func oneFetchServesEveryWaiter() {
+        var cache = TokenCacheStateMachine<Int>(skew: .seconds(60))
+        let now = ContinuousClock.now
+        guard case .startFetch = cache.request(1, now: now), case .wait = cache.request(2, now: now),
+            case .wait = cache.request(3, now: now)
+        else {
+            Issue.record("expected one fetch and two waits")
+            return
+        }
+        let token = AccessToken(value: "t", expiresAt: now + .seconds(3600))
+        #expect(cache.fetchSucceeded(token) == [1, 2, 3])
+        guard case .deliver(let cached) = cache.request(4, now: now) else {
+            Issue.record("a fresh token was not delivered")
+            return
+        }
+        #expect(cached == token)
+    }
+
+    @Test func tokensAreRefreshedSkewBeforeExpiry() {
+        var cache = TokenCacheStateMachine<Int>(skew: .seconds(60))
+        let now = ContinuousClock.now
+        _ = cache.request(1, now: now)
+        _ = cache.fetchSucceeded(AccessToken(value: "t", expiresAt: now + .seconds(90)))
+        guard case .deliver = cache.request(2, now: now + .seconds(29)) else {
+            Issue.record("token should still be fresh")
+            return
+        }
+        guard case .startFetch = cache.request(3, now: now + .seconds(31)) else {
+            Issue.record("token inside the skew should be refreshed")
+            return
+        }
+    }
+
+    @Test func failureReleasesWaitersAndTheNextRequestFetchesAgain() {
+        var cache = TokenCacheStateMachine<Int>(skew: .zero)
+        let now = ContinuousClock.now
+        _ = cache.request(1, now: now)
+        _ = cache.request(2, now: now)
+        #expect(cache.fetchFailed() == [1, 2])
+        guard case .startFetch = cache.request(3, now: now) else {
+            Issue.record("expected a new fetch")
+            return
+        }
+    }
+
+    @Test func invalidateOnlyDropsTheTokenItNames() {
+        var cache = TokenCacheStateMachine<Int>(skew: .zero)
+        let now = ContinuousClock.now
+        _ = cache.request(1, now: now)
+        let current = AccessToken(value: "new")
+        _ = cache.fetchSucceeded(current)
+        cache.invalidate(AccessToken(value: "old"))
+        #expect(cache.current(now: now) == current)
+        cache.invalidate(current)
+        #expect(cache.current(now: now) == nil)
+    }
+}
+
+/// A value behind a lock, for collecting results from completion handlers.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) -> T) -> T { self.lock.withLock { body(&self.value) } }
+}

@@ -1,0 +1,386 @@
+import Crypto
+import Foundation
+import Testing
+
+@testable import TokenProxyCore
+
+/// A proxy with the libcurl forwarder in front of a ``FakeUpstream``.
+final class ForwardingFixture {
+    let upstream: FakeUpstream
+    let proxy: TestProxy
+
+    init(provider: String = #"{"grant": "static", "token": "upstream-token-1"}"#, route: String = "") throws {
+        self.upstream = try FakeUpstream()
+        let json = """
+            {"providers": {"svc": \(provider)},
+             "routes": [
+               {"name": "api", "path_prefix": "/api", "upstream": "http://127.0.0.1:\(self.upstream.port)/base",
+                "provider": "svc", "allow_insecure_upstream": true \(route)},
+               {"name": "open", "path_prefix": "/open", "upstream": "http://127.0.0.1:\(self.upstream.port)/base"},
+               {"name": "dead", "path_prefix": "/dead", "upstream": "http://127.0.0.1:1/"}
+             ]}
+            """
+        let configuration = TestProxy.configuration(json)
+        self.proxy = try TestProxy(
+            configuration,
+            forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine)
+        )
+    }
+
+    /// One engine for the whole test process, as in the proxy.
+    static let engine = CurlEngine(name: "tokenproxy.test.curl")
+
+    func client() throws -> TestClient {
+        try self.proxy.client()
+    }
+}
+
+private func hex(_ digest: SHA256.Digest) -> String {
+    digest.map { String(format: "%02x", $0) }.joined()
+}
+
+struct ForwardingTests {
+    @Test(arguments: ["GET", "DELETE", "OPTIONS"])
+    func methodsWithoutBodiesAreForwarded(method: String) throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send("\(method) /api/items/7?sort=desc&x=%2F HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.header("X-Seen-Method") == method)
+        #expect(response.header("X-Seen-Target") == "/base/items/7?sort=desc&x=%2F")
+        let seen = try #require(fixture.upstream.requests.last)
+        #expect(seen.headers.first("Authorization") == "Bearer upstream-token-1")
+        #expect(seen.headers.first("Host") == "127.0.0.1:\(fixture.upstream.port)")
+        #expect(seen.headers.first("X-Forwarded-For") == "127.0.0.1")
+        #expect(seen.headers.first("X-Forwarded-Proto") == "http")
+        #expect(seen.headers.first("X-Forwarded-Host") == "localhost")
+    }
+
+    @Test func headGetsTheLengthButNoBody() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send("HEAD /api/download/1000?length HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let response = try client.readResponse(headRequest: true)
+        #expect(response.status == 200)
+        #expect(response.header("Content-Length") == "2000" || response.header("Content-Length") != nil)
+        // The connection is still in sync: a second request works.
+        try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(try client.readResponse().bodyText == "echo\n")
+    }
+
+    @Test(arguments: ["POST", "PUT", "PATCH"])
+    func uploadsByContentLengthArriveIntact(method: String) throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        let body = (0..<(3 * 1024 * 1024 + 17)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try client.send("\(method) /api/echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(body.count)\r\n\r\n")
+        try client.send(body)
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.header("X-Body-Length") == String(body.count))
+        #expect(response.header("X-Body-SHA256") == hex(SHA256.hash(data: body)))
+        #expect(fixture.upstream.requests.last?.method == method)
+    }
+
+    @Test func chunkedUploadsArriveIntact() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        var body: [UInt8] = []
+        var wire = Array("POST /api/echo HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+        for index in 0..<200 {
+            let chunk = [UInt8](repeating: UInt8(index % 251), count: 1000 + index * 37)
+            body += chunk
+            wire += Array(String(chunk.count, radix: 16).utf8) + [13, 10] + chunk + [13, 10]
+        }
+        wire += Array("0\r\n\r\n".utf8)
+        try client.send(wire)
+        let response = try client.readResponse()
+        #expect(response.header("X-Body-Length") == String(body.count))
+        #expect(response.header("X-Body-SHA256") == hex(SHA256.hash(data: body)))
+    }
+
+    @Test func emptyPostKeepsItsZeroLength() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send("POST /api/echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.header("X-Body-Length") == "0")
+        #expect(fixture.upstream.requests.last?.headers.first("Content-Length") == "0")
+    }
+
+    @Test func hopByHopFieldsAreRemovedBothWays() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send(
+            "GET /api/echo HTTP/1.1\r\nHost: localhost\r\nConnection: keep-alive, X-Client-Hop\r\nX-Client-Hop: 1\r\n"
+                + "Keep-Alive: timeout=9\r\nTE: trailers\r\nUpgrade: websocket\r\nProxy-Authorization: Basic Zm9v\r\n"
+                + "Proxy-Connection: keep-alive\r\nX-End-To-End: yes\r\n\r\n"
+        )
+        let response = try client.readResponse()
+        let seen = try #require(fixture.upstream.requests.last)
+        for name in ["X-Client-Hop", "Keep-Alive", "TE", "Upgrade", "Proxy-Authorization", "Proxy-Connection", "Connection"] {
+            #expect(seen.headers.first(name) == nil, "\(name) was forwarded")
+        }
+        #expect(seen.headers.first("X-End-To-End") == "yes")
+        #expect(response.status == 200)
+    }
+
+    @Test func connectionCannotStripTheInjectedCredential() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send(
+            "GET /api/echo HTTP/1.1\r\nHost: localhost\r\nConnection: Authorization\r\nAuthorization: Bearer client-own\r\n\r\n"
+        )
+        _ = try client.readResponse()
+        let seen = try #require(fixture.upstream.requests.last)
+        #expect(seen.headers.values("Authorization") == ["Bearer upstream-token-1"])
+    }
+
+    @Test func aRedirectToAnotherHostIsPassedThroughUnfollowed() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send("GET /api/redirect-external HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 302)
+        #expect(response.header("Location") == "https://elsewhere.example/landing")
+        #expect(fixture.upstream.requests.count == 1)
+    }
+
+    @Test func aRedirectIntoTheUpstreamIsRewrittenToTheProxyPath() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send("GET /api/redirect-internal HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 302)
+        #expect(response.header("Location") == "/api/next?page=2")
+    }
+
+    @Test func pathsCannotChangeTheUpstreamHost() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        for path in ["/api/@evil.example/x", "/api//evil.example/x", "/api/%40evil.example"] {
+            try client.send("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            let response = try client.readResponse()
+            #expect(response.status == 200, "\(path)")
+            #expect(response.header("X-Seen-Target")?.hasPrefix("/base/") == true, "\(path)")
+        }
+        #expect(fixture.upstream.requests.count == 3)
+    }
+
+    @Test func largeDownloadsStreamInChunksWithoutALength() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send("GET /api/download/5000000 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let head = try client.readHead()
+        #expect(head.status == 200)
+        var received = 0
+        let complete = try client.streamBody(of: head) { received += $0.count }
+        #expect(complete)
+        #expect(received == 5_000_000)
+    }
+
+    @Test func aKnownLengthIsKept() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send("GET /api/download/300000?length HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.header("Content-Length") == "300000")
+        #expect(response.body.count == 300_000)
+    }
+
+    @Test func anUpstreamResetAfterTheHeadAbortsTheClient() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send("GET /api/reset/200000 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let head = try client.readHead()
+        #expect(head.status == 200)
+        var received = 0
+        let complete = try client.streamBody(of: head) { received += $0.count }
+        #expect(!complete)
+        #expect(received < 400_000)
+    }
+
+    @Test func aClientThatGoesAwayAbortsTheUpstreamTransfer() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send("GET /api/download/100000000000 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let head = try client.readHead()
+        #expect(head.status == 200)
+        client.closeNow()
+        #expect(eventually { fixture.upstream.aborted == 1 })
+    }
+
+    @Test func anUnreachableUpstreamIs502() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send("GET /dead/x HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 502)
+        #expect(response.header("X-Tokenproxy-Error") == "upstream_unreachable")
+    }
+
+    @Test func aSilentUpstreamIs504AfterTheFirstByteTimeout() throws {
+        let fixture = try ForwardingFixture(route: #", "timeout_seconds": 1"#)
+        let client = try fixture.client()
+        try client.send("GET /api/silent HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 504)
+        #expect(response.header("X-Tokenproxy-Error") == "upstream_timeout")
+    }
+
+    @Test func routesWithoutAProviderSendNoCredential() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send("GET /open/x HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer mine\r\n\r\n")
+        _ = try client.readResponse()
+        #expect(fixture.upstream.requests.last?.headers.values("Authorization") == ["Bearer mine"])
+    }
+
+    @Test func keepPassesTheClientsOwnCredentialAndInjectsOtherwise() throws {
+        let fixture = try ForwardingFixture(route: #", "incoming_authorization": "keep""#)
+        let client = try fixture.client()
+        try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer mine\r\n\r\n")
+        _ = try client.readResponse()
+        #expect(fixture.upstream.requests.last?.headers.values("Authorization") == ["Bearer mine"])
+        try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        _ = try client.readResponse()
+        #expect(fixture.upstream.requests.last?.headers.values("Authorization") == ["Bearer upstream-token-1"])
+    }
+
+    @Test func headerAndFormatShapeTheCredential() throws {
+        let fixture = try ForwardingFixture(
+            provider: #"{"grant": "static", "token": "key-123", "header": "X-Api-Key", "format": "{token}"}"#
+        )
+        let client = try fixture.client()
+        try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\nX-Api-Key: client-guess\r\n\r\n")
+        _ = try client.readResponse()
+        let seen = try #require(fixture.upstream.requests.last)
+        #expect(seen.headers.values("X-Api-Key") == ["key-123"])
+    }
+
+    @Test func routeHeaderEditsApply() throws {
+        let fixture = try ForwardingFixture(
+            route: #", "add_headers": {"X-Team": "data"}, "remove_headers": ["X-Debug"], "preserve_host": true"#
+        )
+        let client = try fixture.client()
+        try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost:8080\r\nX-Debug: 1\r\nX-Team: client\r\n\r\n")
+        _ = try client.readResponse()
+        let seen = try #require(fixture.upstream.requests.last)
+        #expect(seen.headers.first("X-Debug") == nil)
+        #expect(seen.headers.values("X-Team") == ["data"])
+        #expect(seen.headers.first("Host") == "localhost:8080")
+    }
+
+    @Test func fileSecretsAreReReadWhenTheFileChanges() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tp-static-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("token").path
+        try "first-token\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let fixture = try ForwardingFixture(provider: #"{"grant": "static", "token": {"file": "\#(file)"}}"#)
+        let client = try fixture.client()
+        try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        _ = try client.readResponse()
+        #expect(fixture.upstream.requests.last?.headers.first("Authorization") == "Bearer first-token")
+        try "second-token-longer\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        _ = try client.readResponse()
+        #expect(fixture.upstream.requests.last?.headers.first("Authorization") == "Bearer second-token-longer")
+    }
+
+    @Test func upstreamConnectionsAreReused() throws {
+        let fixture = try ForwardingFixture()
+        for _ in 0..<5 {
+            let client = try fixture.client()
+            try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+        }
+        #expect(fixture.upstream.requests.count == 5)
+        #expect(fixture.upstream.connectionsAccepted == 1)
+    }
+}
+
+struct UpstreamResponseParserTests {
+    private let match = Router.Match(
+        route: TestProxy.configuration(
+            #"{"providers": {}, "routes": [{"path_prefix": "/gh", "upstream": "https://api.example.com/v3"}]}"#
+        ).routes[0],
+        upstreamPath: "/x"
+    )
+
+    private var base: UpstreamURL.Base {
+        get throws { try UpstreamURL.parseBase("https://api.example.com/v3") }
+    }
+
+    private func parse(_ lines: [String], head: Bool = false) throws -> HTTPResponseHead {
+        var parser = UpstreamResponseParser()
+        for line in lines {
+            _ = parser.line(line + "\r\n")
+        }
+        #expect(parser.line("\r\n") == .complete)
+        return parser.head(requestIsHead: head, match: self.match, base: try self.base)
+    }
+
+    @Test func hopByHopFieldsAndThoseConnectionNamesAreDropped() throws {
+        let head = try self.parse([
+            "HTTP/1.1 200 OK", "Connection: keep-alive, X-Private", "X-Private: 1", "Keep-Alive: timeout=5",
+            "Transfer-Encoding: chunked", "Upgrade: h2c", "Proxy-Authenticate: Basic", "Trailer: X-T", "X-Kept: yes",
+        ])
+        #expect(head.headers.map(\.name) == ["X-Kept"])
+        #expect(head.contentLength == nil)
+    }
+
+    @Test func interimResponsesAreSkipped() {
+        var parser = UpstreamResponseParser()
+        #expect(parser.line("HTTP/1.1 100 Continue\r\n") == .pending)
+        #expect(parser.line("\r\n") == .interim)
+        #expect(parser.line("HTTP/1.1 201 Created\r\n") == .pending)
+        #expect(parser.line("Content-Length: 3\r\n") == .pending)
+        #expect(parser.line("\r\n") == .complete)
+    }
+
+    @Test func http2StatusLinesAndLengthsAreRead() throws {
+        let head = try self.parse(["HTTP/2 404", "content-length: 12", "content-type: text/plain"])
+        #expect(head.status == 404)
+        #expect(head.contentLength == 12)
+        #expect(head.headers.first("content-type") == "text/plain")
+    }
+
+    @Test(arguments: [
+        ("https://api.example.com/v3/next?p=2", "/gh/next?p=2"),
+        ("https://API.example.com:443/v3", "/gh"),
+        ("https://api.example.com/v3#frag", "/gh#frag"),
+        ("https://api.example.com/other", "https://api.example.com/other"),
+        ("https://api.example.com/v30/x", "https://api.example.com/v30/x"),
+        ("https://evil.example/v3/x", "https://evil.example/v3/x"),
+        ("http://api.example.com/v3/x", "http://api.example.com/v3/x"),
+        ("https://api.example.com:8443/v3/x", "https://api.example.com:8443/v3/x"),
+        ("/relative/path", "/relative/path"),
+    ])
+    func locationsOnTheUpstreamOriginAreRewritten(location: String, expected: String) throws {
+        #expect(UpstreamResponseParser.rewriteLocation(location, match: self.match, base: try self.base) == expected)
+    }
+}
+
+struct UpstreamURLTests {
+    @Test func theOriginComesFromTheRouteAndTheRestIsKeptByteForByte() throws {
+        let base = try UpstreamURL.parseBase("https://api.example.com/v3/")
+        #expect(try UpstreamURL.build(base: base, path: "/a%2Fb", query: "x=%2F&y=%aa") == "https://api.example.com/v3/a%2Fb?x=%2F&y=%aa")
+        #expect(try UpstreamURL.build(base: base, path: "", query: nil) == "https://api.example.com/v3")
+        #expect(try UpstreamURL.build(base: base, path: "//evil.example/x", query: nil) == "https://api.example.com/v3//evil.example/x")
+        #expect(try UpstreamURL.build(base: base, path: "/@evil.example/x", query: nil) == "https://api.example.com/v3/@evil.example/x")
+    }
+
+    @Test func aRootUpstreamKeepsTheHostWhateverThePath() throws {
+        let base = try UpstreamURL.parseBase("http://127.0.0.1:9000")
+        #expect(try UpstreamURL.build(base: base, path: "//evil.example:80/x", query: nil) == "http://127.0.0.1:9000//evil.example:80/x")
+        #expect(try UpstreamURL.build(base: base, path: "", query: "q") == "http://127.0.0.1:9000/?q")
+        #expect(throws: UpstreamURL.Failure.self) { try UpstreamURL.build(base: base, path: "@evil.example/x", query: nil) }
+    }
+
+    @Test func aBaseQueryIsKeptInFront() throws {
+        let base = try UpstreamURL.parseBase("https://api.example.com/v1?key=static")
+        #expect(try UpstreamURL.build(base: base, path: "/x", query: "a=1") == "https://api.example.com/v1/x?key=static&a=1")
+    }
+}
