@@ -142,21 +142,18 @@ final class HTTPConnection {
 
     /// Reads once into the input buffer: the byte count, 0 at EOF, -1 when nothing was read.
     private func readIntoInput() -> Int {
-        let oldCount = self.input.count
-        self.input.append(contentsOf: repeatElement(0, count: Self.readSize))
-        let result = self.input.withUnsafeMutableBytes { buffer -> Int in
-            // Safe because `buffer` spans oldCount + readSize bytes, just appended above.
-            let target = buffer.baseAddress.map { $0 + oldCount }
+        // A temporary buffer (no zero-filling), appended with one copy.
+        let result = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.readSize) { scratch -> Int in
+            let outcome: IOResult<Int>
             do {
-                switch try syscall("read", { Glibc.read(self.descriptor, target, Self.readSize) }) {
-                case .processed(let count): return count
-                case .wouldBlock: return -1
-                }
+                outcome = try syscall("read") { Glibc.read(self.descriptor, scratch.baseAddress, scratch.count) }
             } catch {
                 return -2
             }
+            guard case .processed(let count) = outcome else { return -1 }
+            self.input.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[0..<count]))
+            return count
         }
-        self.input.removeLast(Self.readSize - max(result, 0))
         if result == -2 {
             self.perform(self.lifecycle.failed())
             return -1
