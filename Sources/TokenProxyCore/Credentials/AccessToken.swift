@@ -22,20 +22,23 @@ public protocol CredentialSource: Sendable {
 /// Formats a token into the header the provider names (SPEC provider keys `header`, `format`).
 public struct CredentialFormatter: Sendable, Equatable {
     /// The header name, `Authorization` by default.
-    public var header: String
+    public let header: String
     /// The value template containing `{token}`, `Bearer {token}` by default.
-    public var format: String
+    public let format: String
+    /// The template split at its placeholders once, so formatting is one join per request.
+    private let pieces: [Substring]
 
     /// Creates a formatter.
     public init(header: String, format: String) {
         self.header = header
         self.format = format
+        self.pieces = format.split(separator: "{token}", omittingEmptySubsequences: false)
     }
 
     /// The header for `token`, or an error when the result could not be sent safely (a token
     /// with CR, LF or another control character would split the upstream request).
     public func header(for token: AccessToken, provider: String) -> Result<UpstreamRequestBuilder.Credential, ProxyError> {
-        let value = self.format.replacingTokenPlaceholder(with: token.value)
+        let value = self.pieces.joined(separator: token.value)
         guard !token.value.isEmpty, HTTPGrammar.isValidFieldValue(value.utf8) else {
             return .failure(
                 ProxyError(
@@ -46,12 +49,5 @@ public struct CredentialFormatter: Sendable, Equatable {
             )
         }
         return .success(UpstreamRequestBuilder.Credential(name: self.header, value: value))
-    }
-}
-
-extension String {
-    /// The string with every `{token}` replaced by `token`.
-    func replacingTokenPlaceholder(with token: String) -> String {
-        self.split(separator: "{token}", omittingEmptySubsequences: false).joined(separator: token)
     }
 }

@@ -58,6 +58,8 @@ final class HTTPConnection {
     private var lifecycle = ConnectionStateMachine()
     private var encoder = ResponseEncoder()
     private var armedTimer = ConnectionStateMachine.Timer.none
+    private var deadline: DispatchTime?
+    private var scheduledFire: DispatchTime?
     private var input: [UInt8] = []
     private var inputStart = 0
     private var output: [UInt8] = []
@@ -65,6 +67,10 @@ final class HTTPConnection {
     private var current: HTTPExchange?
     private var continueSent = false
     private var closeWhenFlushed = false
+    /// While true, writes are queued and flushed once at the end of the batch.
+    private var batching = false
+    /// Whether `process()` is running, so a finished exchange need not start it again.
+    private var processing = false
     private var lingering = false
     private var closed = false
 
@@ -163,6 +169,8 @@ final class HTTPConnection {
 
     /// Runs the parser over buffered input for as long as there is someone to take the result.
     private func process() {
+        self.processing = true
+        defer { self.processing = false }
         while !self.closed, self.inputStart < self.input.count || self.parser.isAtEndOfMessage {
             if self.lifecycle.wantsHead {
                 guard self.parseHead() else { break }
@@ -350,7 +358,12 @@ final class HTTPConnection {
     func exchangeAbort(_ exchange: HTTPExchange) {
         guard exchange === self.current else { return }
         self.current = nil
-        self.perform(self.lifecycle.failed())
+        _ = self.lifecycle.failed()
+        // What was already queued (a head, part of a body) still goes out; then the
+        // connection ends, so the client sees the body break off rather than complete.
+        self.batching = false
+        self.closeWhenFlushed = true
+        self.flush()
     }
 
     // MARK: Writing
@@ -360,8 +373,19 @@ final class HTTPConnection {
         self.flush()
     }
 
+    /// Runs `body` with writes coalesced into one flush at its end.
+    func batch(_ body: () -> Void) {
+        let outer = self.batching
+        self.batching = true
+        body()
+        self.batching = outer
+        if !outer {
+            self.flush()
+        }
+    }
+
     private func flush() {
-        guard !self.closed else { return }
+        guard !self.closed, !self.batching else { return }
         while self.outputStart < self.output.count {
             let start = self.outputStart
             let result: IOResult<Int>
@@ -411,15 +435,24 @@ final class HTTPConnection {
 
     // MARK: Timers and closing
 
+    /// Arms the deadline for `timer`. The DispatchSource is rescheduled only when the new
+    /// deadline is earlier than the one it will fire at; a later deadline is checked when it
+    /// fires. Re-arming on every request would cost a timer update each time.
     private func arm(_ timer: ConnectionStateMachine.Timer) {
         self.armedTimer = timer
+        let seconds: Double
         switch timer {
-        case .header:
-            self.timer.schedule(deadline: .now() + self.settings.headerTimeout)
-        case .idle, .body:
-            self.timer.schedule(deadline: .now() + self.settings.idleTimeout)
+        case .header: seconds = self.settings.headerTimeout
+        case .idle, .body: seconds = self.settings.idleTimeout
         case .none:
-            self.timer.schedule(deadline: .distantFuture)
+            self.deadline = nil
+            return
+        }
+        let deadline = DispatchTime.now() + seconds
+        self.deadline = deadline
+        if self.scheduledFire.map({ deadline < $0 }) ?? true {
+            self.scheduledFire = deadline
+            self.timer.schedule(deadline: deadline)
         }
     }
 
@@ -429,6 +462,14 @@ final class HTTPConnection {
             self.closeNow()
             return
         }
+        self.scheduledFire = nil
+        guard let deadline = self.deadline else { return }
+        if DispatchTime.now() < deadline {
+            self.scheduledFire = deadline
+            self.timer.schedule(deadline: deadline)
+            return
+        }
+        self.deadline = nil
         self.perform(self.lifecycle.timerFired(self.armedTimer))
     }
 
@@ -444,11 +485,10 @@ final class HTTPConnection {
                 self.input = []
                 self.inputStart = 0
             }
-            // Parsing re-enters the handler; do it after the caller's stack unwinds.
-            let bound = QueueBound(self, queue: self.queue)
-            self.queue.async {
-                let connection = bound.value
-                if !connection.closed, connection.lifecycle.wantsHead { connection.process() }
+            // Inside `process()` its loop picks up the next request; otherwise (the answer came
+            // from another thread's hop) parse now, since nothing else would.
+            if !self.processing, self.inputStart < self.input.count {
+                self.process()
             }
         case .respondTimeoutAndClose:
             self.respondToBrokenRequest(ProxyError(.requestTimeout, "the request did not arrive in time"))
@@ -469,6 +509,7 @@ final class HTTPConnection {
         guard !self.lingering, !self.closed else { return }
         self.lingering = true
         shutdown(self.descriptor, Int32(SHUT_WR))
+        self.scheduledFire = .now() + Self.lingerSeconds
         self.timer.schedule(deadline: .now() + Self.lingerSeconds)
         self.updateReadInterest()
     }

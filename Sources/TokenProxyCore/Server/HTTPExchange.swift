@@ -110,6 +110,17 @@ public final class HTTPExchange {
         self.complete(finished: true)
     }
 
+    /// Runs `body` with the writes it makes coalesced into one flush at its end: for
+    /// producers that have a head, body parts and the end at hand together.
+    public func batch(_ body: (HTTPExchange) -> Void) {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        guard let connection = self.connection else {
+            body(self)
+            return
+        }
+        connection.batch { body(self) }
+    }
+
     /// Sends a complete in-memory response and finishes.
     public func respond(_ response: HTTPResponse) {
         dispatchPrecondition(condition: .onQueue(self.queue))
@@ -117,10 +128,14 @@ public final class HTTPExchange {
         self.responseStarted = true
         self.responseStatus = response.head.status
         self.responseBodyBytes = response.body.count
-        self.connection?.exchangeSendHead(self, response.head, closeConnection: response.closeConnection)
-        self.connection?.exchangeSendBody(self, response.body)
         self.isComplete = true
-        self.connection?.exchangeFinish(self)
+        if let connection = self.connection {
+            connection.batch {
+                connection.exchangeSendHead(self, response.head, closeConnection: response.closeConnection)
+                connection.exchangeSendBody(self, response.body)
+                connection.exchangeFinish(self)
+            }
+        }
         self.complete(finished: true)
     }
 

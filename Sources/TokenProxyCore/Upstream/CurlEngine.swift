@@ -23,6 +23,8 @@ public final class CurlEngine: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     private let commands = Mutex<[Command]>([])
     private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
+    /// Transfers with something for their client, delivered at the end of the loop iteration.
+    private var outboxes: [CurlTransfer] = []
     private var thread: Thread?
 
     /// Creates an engine and starts its event thread.
@@ -53,6 +55,11 @@ public final class CurlEngine: @unchecked Sendable {
         self.send(.cancel(transfer))
     }
 
+    /// Called on the event thread by a transfer that collected something for its client.
+    func outboxReady(_ transfer: CurlTransfer) {
+        self.outboxes.append(transfer)
+    }
+
     private func send(_ command: Command) {
         self.commands.withLock { $0.append(command) }
         curl_multi_wakeup(self.multi)
@@ -81,6 +88,11 @@ public final class CurlEngine: @unchecked Sendable {
                     }
                 }
             }
+            // One hop per transfer per iteration, however many callbacks it had.
+            for transfer in self.outboxes {
+                transfer.deliverOutbox()
+            }
+            self.outboxes.removeAll(keepingCapacity: true)
             var ready: Int32 = 0
             curl_multi_poll(self.multi, nil, 0, Int32(timeout), &ready)
         }

@@ -56,6 +56,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var errorBuffer: UnsafeMutablePointer<CChar>?
     private var parser = UpstreamResponseParser()
     private var headSent = false
+    private var outbox = Outbox()
+    private var outboxQueued = false
     var result: CURLcode = CURLE_OK
     var firstByteDeadline: ContinuousClock.Instant?
 
@@ -233,24 +235,22 @@ final class CurlTransfer: @unchecked Sendable {
         let route = self.match.route
         if timedOut {
             if self.headSent {
-                self.abortClient()
+                self.post(end: .abort)
             } else {
-                self.fail(ProxyError(.upstreamTimeout, "the upstream did not answer in time", route: route.name, provider: route.provider))
+                self.post(
+                    end: .fail(
+                        ProxyError(.upstreamTimeout, "the upstream did not answer in time", route: route.name, provider: route.provider)
+                    )
+                )
             }
-            return
-        }
-        if self.result == CURLE_OK && self.headSent {
-            let onComplete = self.onComplete
-            self.exchange.execute { exchange in
-                exchange.finish()
-                onComplete(.finished)
-            }
+        } else if self.result == CURLE_OK && self.headSent {
+            self.post(end: .finish)
         } else if self.headSent {
             // Reset after the head went out: the client must see a broken body, never a
             // complete-looking one.
-            self.abortClient()
+            self.post(end: .abort)
         } else {
-            self.fail(ProxyError(.upstreamUnreachable, self.errorMessage(), route: route.name, provider: route.provider))
+            self.post(end: .fail(ProxyError(.upstreamUnreachable, self.errorMessage(), route: route.name, provider: route.provider)))
         }
     }
 
@@ -264,18 +264,75 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func fail(_ error: ProxyError) {
-        let onComplete = self.onComplete
-        self.exchange.execute { exchange in
-            exchange.respond(ErrorResponse.response(for: error))
-            onComplete(.failed(error))
-        }
+        self.post(end: .fail(error))
     }
 
-    private func abortClient() {
+    private func post(end: Outbox.End) {
+        self.outbox.end = end
+        self.queueOutbox()
+    }
+
+    private func queueOutbox() {
+        guard !self.outboxQueued else { return }
+        self.outboxQueued = true
+        self.engine?.outboxReady(self)
+    }
+
+    /// Hands what was collected to the client connection in one hop (engine thread).
+    func deliverOutbox() {
+        self.outboxQueued = false
+        guard !self.outbox.isEmpty else { return }
+        let outbox = self.outbox
+        self.outbox = Outbox()
         let onComplete = self.onComplete
-        self.exchange.execute { exchange in
-            exchange.abort()
-            onComplete(.aborted)
+        self.exchange.execute { [self] exchange in
+            exchange.batch { exchange in
+                if let head = outbox.head {
+                    exchange.sendHead(head)
+                }
+                for part in outbox.body {
+                    exchange.sendBody(part)
+                }
+                switch outbox.end {
+                case .finish?:
+                    exchange.finish()
+                    onComplete(.finished)
+                case .abort?:
+                    exchange.abort()
+                    onComplete(.aborted)
+                case .fail(let error)?:
+                    exchange.respond(ErrorResponse.response(for: error))
+                    onComplete(.failed(error))
+                case nil:
+                    break
+                }
+            }
+            guard outbox.bodyBytes > 0, !exchange.isComplete else {
+                if outbox.bodyBytes > 0 {
+                    self.shared.withLock { $0.outPending -= outbox.bodyBytes }
+                }
+                return
+            }
+            let writable = exchange.isWritable
+            let resume = self.shared.withLock { shared -> Bool in
+                shared.outPending -= outbox.bodyBytes
+                if !writable {
+                    shared.outBlocked = true
+                    return false
+                }
+                return self.takeWritePause(&shared)
+            }
+            if !writable {
+                exchange.onWritable = { [self] in
+                    exchange.onWritable = nil
+                    let resume = self.shared.withLock { shared -> Bool in
+                        shared.outBlocked = false
+                        return self.takeWritePause(&shared)
+                    }
+                    if resume { self.engine?.resume(self) }
+                }
+            }
+            if resume { self.engine?.resume(self) }
         }
     }
 
@@ -329,8 +386,8 @@ final class CurlTransfer: @unchecked Sendable {
         case .complete:
             self.headSent = true
             self.firstByteDeadline = nil
-            let head = self.parser.head(requestIsHead: self.requestIsHead, match: self.match, base: self.base)
-            self.exchange.execute { $0.sendHead(head) }
+            self.outbox.head = self.parser.head(requestIsHead: self.requestIsHead, match: self.match, base: self.base)
+            self.queueOutbox()
             return true
         }
     }
@@ -345,30 +402,9 @@ final class CurlTransfer: @unchecked Sendable {
             return true
         }
         guard accepted else { return tp_writefunc_pause() }
-        let copy = [UInt8](bytes)
-        self.exchange.execute { [self] exchange in
-            exchange.sendBody(copy)
-            let writable = exchange.isWritable
-            let resume = self.shared.withLock { shared -> Bool in
-                shared.outPending -= copy.count
-                if !writable {
-                    shared.outBlocked = true
-                    return false
-                }
-                return self.takeWritePause(&shared)
-            }
-            if !writable {
-                exchange.onWritable = { [self] in
-                    exchange.onWritable = nil
-                    let resume = self.shared.withLock { shared -> Bool in
-                        shared.outBlocked = false
-                        return self.takeWritePause(&shared)
-                    }
-                    if resume { self.engine?.resume(self) }
-                }
-            }
-            if resume { self.engine?.resume(self) }
-        }
+        self.outbox.body.append([UInt8](bytes))
+        self.outbox.bodyBytes += bytes.count
+        self.queueOutbox()
         return bytes.count
     }
 
@@ -377,6 +413,23 @@ final class CurlTransfer: @unchecked Sendable {
         shared.writePaused = false
         return true
     }
+}
+
+/// What the engine thread collected for the client during one loop iteration; delivered in
+/// one hop to the connection's queue and written with one flush.
+private struct Outbox {
+    enum End {
+        case finish
+        case abort
+        case fail(ProxyError)
+    }
+
+    var head: HTTPResponseHead?
+    var body: [[UInt8]] = []
+    var bodyBytes = 0
+    var end: End?
+
+    var isEmpty: Bool { self.head == nil && self.body.isEmpty && self.end == nil }
 }
 
 /// How a transfer ended, as seen by the client.

@@ -85,7 +85,9 @@ final class TestClient {
     }
 
     deinit {
-        close(self.descriptor)
+        if !self.isClosed {
+            close(self.descriptor)
+        }
     }
 
     /// Sends every byte of `text` (UTF-8).
@@ -233,10 +235,15 @@ final class TestClient {
         }
     }
 
-    /// Closes the socket now (a client going away mid-exchange).
+    /// Closes the socket now (a client going away mid-exchange): unread data makes the
+    /// kernel reset the connection, as when a real client process exits.
     func closeNow() {
-        shutdown(self.descriptor, Int32(SHUT_RDWR))
+        guard !self.isClosed else { return }
+        self.isClosed = true
+        close(self.descriptor)
     }
+
+    private var isClosed = false
 
     /// Whether the server closed the connection: reads until EOF, failing if data arrives.
     func isClosedByServer() throws -> Bool {
