@@ -141,6 +141,7 @@ public final class ProxyHandler: HTTPExchangeHandler {
     /// never logged: it may carry keys.
     private func logAccess(_ exchange: HTTPExchange, route: String, error: ProxyError? = nil) {
         let logger = self.logger
+        guard logger.logLevel <= .info else { return }
         exchange.onComplete = { [unowned exchange] finished in
             var metadata: Logger.Metadata = [
                 "method": "\(exchange.head.method)",

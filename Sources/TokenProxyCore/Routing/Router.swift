@@ -68,23 +68,25 @@ public struct Router: Sendable {
 enum HostName {
     /// The lowercased host without brackets or a trailing dot, and the port if any.
     static func normalize(_ value: String) -> (host: String, port: String?) {
-        var host = Substring(value.lowercased())
-        var port: Substring?
-        if host.hasPrefix("[") {
-            if let close = host.firstIndex(of: "]") {
-                let after = host[host.index(after: close)...]
-                if after.hasPrefix(":") {
+        var bytes = Substring(value).utf8[...]
+        var port: Substring.UTF8View.SubSequence?
+        if bytes.first == UInt8(ascii: "[") {
+            if let close = bytes.firstIndex(of: UInt8(ascii: "]")) {
+                let after = bytes[bytes.index(after: close)...]
+                if after.first == UInt8(ascii: ":") {
                     port = after.dropFirst()
                 }
-                host = host[host.index(after: host.startIndex)..<close]
+                bytes = bytes[bytes.index(after: bytes.startIndex)..<close]
             }
-        } else if let colon = host.lastIndex(of: ":"), host.firstIndex(of: ":") == colon {
-            port = host[host.index(after: colon)...]
-            host = host[..<colon]
+        } else if let colon = bytes.lastIndex(of: UInt8(ascii: ":")), bytes.firstIndex(of: UInt8(ascii: ":")) == colon {
+            port = bytes[bytes.index(after: colon)...]
+            bytes = bytes[..<colon]
         }
-        if host.hasSuffix(".") {
-            host = host.dropLast()
+        if bytes.last == UInt8(ascii: ".") {
+            bytes = bytes.dropLast()
         }
-        return (String(host), port.map(String.init))
+        let host = bytes.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
+            ? String(decoding: bytes, as: UTF8.self).lowercased() : String(decoding: bytes, as: UTF8.self)
+        return (host, port.map { String(decoding: $0, as: UTF8.self) })
     }
 }

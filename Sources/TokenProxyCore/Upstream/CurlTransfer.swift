@@ -378,7 +378,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     fileprivate func receivedHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
         guard !self.headSent else { return true }  // trailers after the body are dropped
-        switch self.parser.line(String(decoding: line, as: UTF8.self)) {
+        switch self.parser.line(bytes: line) {
         case .pending, .interim:
             return true
         case .invalid:

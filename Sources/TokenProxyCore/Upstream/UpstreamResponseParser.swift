@@ -29,18 +29,29 @@ struct UpstreamResponseParser: Sendable {
 
     /// Feeds one header line, CRLF included or not.
     mutating func line(_ raw: String) -> LineResult {
-        // Work on bytes: to String, "\r\n" is one Character and would not match "\n".
-        var bytes = Substring(raw).utf8[...]
-        while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") {
-            bytes = bytes.dropLast()
+        var raw = raw
+        return raw.withUTF8 { self.line(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Feeds one header line as bytes, CRLF included or not. Works on bytes throughout:
+    /// this runs for every header of every response.
+    mutating func line(bytes raw: UnsafeRawBufferPointer) -> LineResult {
+        var end = raw.count
+        while end > 0, raw[end - 1] == UInt8(ascii: "\n") || raw[end - 1] == UInt8(ascii: "\r") {
+            end -= 1
         }
-        let line = Substring(bytes)
-        if line.hasPrefix("HTTP/") {
+        let line = UnsafeRawBufferPointer(rebasing: raw[0..<end])
+        if line.starts(with: "HTTP/".utf8) {
             // A new status line: an interim head before this one is forgotten.
-            let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-            guard parts.count >= 2, let status = Int(parts[1]), (100...599).contains(status) else { return .invalid }
+            guard let space = line.firstIndex(of: UInt8(ascii: " ")) else { return .invalid }
+            let afterSpace = line[(space + 1)...]
+            let codeEnd = afterSpace.firstIndex(of: UInt8(ascii: " ")) ?? line.endIndex
+            let digits = line[(space + 1)..<codeEnd]
+            guard digits.count == 3, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                let status = Int(String(decoding: digits, as: UTF8.self)), (100...599).contains(status)
+            else { return .invalid }
             self.status = status
-            self.reason = parts.count == 3 ? String(parts[2]) : nil
+            self.reason = codeEnd < line.endIndex ? String(decoding: line[(codeEnd + 1)...], as: UTF8.self) : nil
             self.fields = []
             return .pending
         }
@@ -54,17 +65,25 @@ struct UpstreamResponseParser: Sendable {
             self.headComplete = true
             return .complete
         }
-        if line.first == " " || line.first == "\t" {
+        if line[0] == UInt8(ascii: " ") || line[0] == UInt8(ascii: "\t") {
             // obs-fold from an old upstream: join it to the previous value (RFC 9112 §5.2).
             guard !self.fields.isEmpty else { return .invalid }
-            self.fields[self.fields.count - 1].1 += " " + line.trimmingHTTPWhitespace()
+            self.fields[self.fields.count - 1].1 += " " + Self.trimmed(line[...])
             return .pending
         }
-        guard let colon = line.firstIndex(of: ":") else { return .invalid }
-        let name = String(line[..<colon])
-        guard HTTPGrammar.isToken(name) else { return .invalid }
-        self.fields.append((name, line[line.index(after: colon)...].trimmingHTTPWhitespace()))
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), HTTPGrammar.isToken(line[..<colon]) else {
+            return .invalid
+        }
+        self.fields.append((String(decoding: line[..<colon], as: UTF8.self), Self.trimmed(line[(colon + 1)...])))
         return .pending
+    }
+
+    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return String(decoding: bytes[start..<end], as: UTF8.self)
     }
 
     /// The head to send to the client.
