@@ -42,6 +42,21 @@ static inline CURLcode tp_easy_setopt_header_callback(
     return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
 }
 
+static inline CURLcode tp_easy_setopt_closesocket_callback(
+    CURL *handle, int (*callback)(void *, curl_socket_t)) {
+    return curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, callback);
+}
+
+static inline CURLMcode tp_multi_setopt_socket_callback(
+    CURLM *handle, int (*callback)(CURL *, curl_socket_t, int, void *, void *)) {
+    return curl_multi_setopt(handle, CURLMOPT_SOCKETFUNCTION, callback);
+}
+
+static inline CURLMcode tp_multi_setopt_timer_callback(
+    CURLM *handle, int (*callback)(CURLM *, long, void *)) {
+    return curl_multi_setopt(handle, CURLMOPT_TIMERFUNCTION, callback);
+}
+
 static inline CURLcode tp_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }
@@ -66,6 +81,14 @@ static inline size_t tp_writefunc_pause(void) { return CURL_WRITEFUNC_PAUSE; }
 
 /// The value libcurl's read callback returns to abort a transfer (a macro in curl.h).
 static inline size_t tp_readfunc_abort(void) { return CURL_READFUNC_ABORT; }
+
+static inline curl_socket_t tp_socket_timeout(void) { return CURL_SOCKET_TIMEOUT; }
+static inline int tp_poll_in(void) { return CURL_POLL_IN; }
+static inline int tp_poll_out(void) { return CURL_POLL_OUT; }
+static inline int tp_poll_inout(void) { return CURL_POLL_INOUT; }
+static inline int tp_poll_remove(void) { return CURL_POLL_REMOVE; }
+static inline int tp_cselect_in(void) { return CURL_CSELECT_IN; }
+static inline int tp_cselect_out(void) { return CURL_CSELECT_OUT; }
 
 static inline int tp_pause_all(void) { return CURLPAUSE_ALL; }
 static inline int tp_pause_cont(void) { return CURLPAUSE_CONT; }

@@ -33,7 +33,13 @@ struct ServeCommand: ParsableCommand {
 
         // Writes to a closed client socket must fail with EPIPE, never kill the process.
         signal(SIGPIPE, SIG_IGN)
-        let forwarder = CurlForwarder(configuration: configuration, engine: CurlEngine())
+        // The upstream engine design can be switched for measurements (bench/run.sh).
+        let engineName = ProcessEnvironment.variables["TOKENPROXY_CURL_ENGINE"] ?? CurlEngineKind.poll.rawValue
+        guard let engineKind = CurlEngineKind(rawValue: engineName) else {
+            Console.error("TOKENPROXY_CURL_ENGINE must be one of: \(CurlEngineKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw ExitStatus.configError
+        }
+        let forwarder = CurlForwarder(configuration: configuration, engine: engineKind.make())
         let service = ProxyService(configuration: configuration, forwarder: forwarder, logger: logger)
         let bound: ProxyService.BoundAddresses
         do {

@@ -9,7 +9,11 @@ final class ForwardingFixture {
     let upstream: FakeUpstream
     let proxy: TestProxy
 
-    init(provider: String = #"{"grant": "static", "token": "upstream-token-1"}"#, route: String = "") throws {
+    init(
+        provider: String = #"{"grant": "static", "token": "upstream-token-1"}"#,
+        route: String = "",
+        engine: (any CurlEngine)? = nil
+    ) throws {
         self.upstream = try FakeUpstream()
         let json = """
             {"providers": {"svc": \(provider)},
@@ -23,12 +27,15 @@ final class ForwardingFixture {
         let configuration = TestProxy.configuration(json)
         self.proxy = try TestProxy(
             configuration,
-            forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine)
+            forwarder: CurlForwarder(configuration: configuration, engine: engine ?? ForwardingFixture.engine)
         )
     }
 
-    /// One engine for the whole test process, as in the proxy.
-    static let engine = CurlEngine(name: "tokenproxy.test.curl")
+    /// One engine for the whole test process, as in the proxy; `TOKENPROXY_CURL_ENGINE`
+    /// picks the design, so both can be run through the same tests.
+    static let engine: any CurlEngine =
+        CurlEngineKind(rawValue: ProcessInfo.processInfo.environment["TOKENPROXY_CURL_ENGINE"] ?? "")?.make()
+        ?? CurlPollEngine(name: "tokenproxy.test.curl")
 
     func client() throws -> TestClient {
         try self.proxy.client()
@@ -298,6 +305,42 @@ struct ForwardingTests {
         }
         #expect(fixture.upstream.requests.count == 5)
         #expect(fixture.upstream.connectionsAccepted == 1)
+    }
+}
+
+/// The core forwarding behaviours through both engine designs, so the one not chosen by
+/// default keeps working.
+struct EngineParityTests {
+    private static let engines: [CurlEngineKind: any CurlEngine] = Dictionary(
+        uniqueKeysWithValues: CurlEngineKind.allCases.map { ($0, $0.make()) }
+    )
+
+    @Test(arguments: CurlEngineKind.allCases)
+    func forwardsStreamsAndAborts(kind: CurlEngineKind) throws {
+        let fixture = try ForwardingFixture(engine: Self.engines[kind])
+        let client = try fixture.client()
+        let body = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try client.send("POST /api/echo?k=v HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(body.count)\r\n\r\n")
+        try client.send(body)
+        let echoed = try client.readResponse()
+        #expect(echoed.header("X-Body-SHA256") == hex(SHA256.hash(data: body)))
+        #expect(fixture.upstream.requests.last?.headers.first("Authorization") == "Bearer upstream-token-1")
+
+        try client.send("GET /api/download/2000000 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let head = try client.readHead()
+        var received = 0
+        #expect(try client.streamBody(of: head) { received += $0.count })
+        #expect(received == 2_000_000)
+
+        try client.send("GET /api/reset/100000 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let broken = try client.readHead()
+        #expect(try !client.streamBody(of: broken) { _ in })
+
+        let leaving = try fixture.client()
+        try leaving.send("GET /api/download/100000000000 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        _ = try leaving.readHead()
+        leaving.closeNow()
+        #expect(eventually { fixture.upstream.aborted == 1 })
     }
 }
 

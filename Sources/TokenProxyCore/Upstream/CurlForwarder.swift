@@ -4,13 +4,13 @@ import Synchronization
 /// Forwards routed requests with libcurl: gets the route's credential, builds the upstream
 /// request from parsed parts, and streams both bodies through a ``CurlTransfer``.
 public final class CurlForwarder: RouteForwarder {
-    private let engine: CurlEngine
+    private let engine: any CurlEngine
     private let credentials: CredentialRegistry
     private let limits: Mutex<Limits>
     private let bases = Mutex<[String: UpstreamURL.Base]>([:])
 
     /// Creates a forwarder over `engine` for `configuration`'s providers.
-    public init(configuration: ProxyConfiguration, engine: CurlEngine) {
+    public init(configuration: ProxyConfiguration, engine: any CurlEngine) {
         self.engine = engine
         self.credentials = CredentialRegistry(configuration: configuration)
         self.limits = Mutex(configuration.limits)

@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// Threads: the `engine*` fields are touched only on the engine thread; ``Shared`` is
 /// the state both sides touch, behind its mutex. That makes `@unchecked Sendable` sound.
-final class CurlTransfer: @unchecked Sendable {
+public final class CurlTransfer: @unchecked Sendable {
     /// TLS, protocol and timeout settings taken from the route and the limits.
     struct Options: Sendable {
         var allowPlainHTTP: Bool
@@ -48,7 +48,7 @@ final class CurlTransfer: @unchecked Sendable {
     let onComplete: @Sendable (CurlTransferOutcome) -> Void
 
     private let shared = Mutex(Shared())
-    private weak var engine: CurlEngine?
+    private weak var engine: (any CurlEngine)?
 
     // Engine thread only.
     private(set) var easy: UnsafeMutableRawPointer?
@@ -117,7 +117,7 @@ final class CurlTransfer: @unchecked Sendable {
     // MARK: Engine thread
 
     /// Creates and configures the easy handle; nil (after answering the client) on failure.
-    func prepare(engine: CurlEngine) -> UnsafeMutableRawPointer? {
+    func prepare(engine: any CurlEngine) -> UnsafeMutableRawPointer? {
         self.engine = engine
         guard let easy = curl_easy_init() else {
             self.fail(ProxyError(.upstreamUnreachable, "cannot create a transfer", route: self.match.route.name))
@@ -166,6 +166,7 @@ final class CurlTransfer: @unchecked Sendable {
         set(tp_easy_setopt_write_callback(easy, curlWriteCallback))
         set(tp_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, userdata))
         set(tp_easy_setopt_header_callback(easy, curlHeaderCallback))
+        engine.configure(easy)
         set(tp_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, userdata))
 
         switch (self.request.method, self.request.body) {

@@ -1,0 +1,144 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// libcurl's multi interface on one event thread: the thread sleeps in `curl_multi_poll`,
+/// drives transfers with `curl_multi_perform`, and takes commands (add, resume, cancel) from
+/// other threads through a locked queue and `curl_multi_wakeup`.
+///
+/// Every libcurl call on the multi handle and its easy handles happens on this thread; the
+/// transfers' callbacks run there too and hand data to client connections through their
+/// queues. Connections to upstreams are cached by the multi handle and reused across client
+/// requests; HTTP/2 is negotiated by ALPN and multiplexed.
+///
+/// `@unchecked Sendable`: the multi handle and `transfers` are touched only on the event
+/// thread; `commands` is behind its mutex; `curl_multi_wakeup` is thread-safe.
+public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
+    private enum Command {
+        case add(CurlTransfer)
+        case resume(CurlTransfer)
+        case cancel(CurlTransfer)
+    }
+
+    private let multi: UnsafeMutableRawPointer
+    private let commands = Mutex<[Command]>([])
+    private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
+    /// Transfers with something for their client, delivered at the end of the loop iteration.
+    private var outboxes: [CurlTransfer] = []
+    private var thread: Thread?
+
+    /// Creates an engine and starts its event thread.
+    public init(name: String = "tokenproxy.curl") {
+        CurlGlobal.initialize()
+        // Safe because curl_multi_init only returns nil when out of memory, where nothing can go on.
+        guard let multi = curl_multi_init() else { preconditionFailure("curl_multi_init failed") }
+        self.multi = multi
+        _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 256)
+        let thread = Thread { [self] in self.run() }
+        thread.name = name
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Starts `transfer`. Its callbacks run on the event thread from now on.
+    public func add(_ transfer: CurlTransfer) {
+        self.send(.add(transfer))
+    }
+
+    /// Resumes a transfer one of whose directions was paused for lack of data or room.
+    public func resume(_ transfer: CurlTransfer) {
+        self.send(.resume(transfer))
+    }
+
+    /// Stops a transfer: its upstream connection is closed if the exchange was incomplete.
+    public func cancel(_ transfer: CurlTransfer) {
+        self.send(.cancel(transfer))
+    }
+
+    /// Called on the event thread by a transfer that collected something for its client.
+    public func outboxReady(_ transfer: CurlTransfer) {
+        self.outboxes.append(transfer)
+    }
+
+    /// Nothing to add per easy handle: libcurl closes its own sockets here.
+    public func configure(_ easy: UnsafeMutableRawPointer) {}
+
+    private func send(_ command: Command) {
+        self.commands.withLock { $0.append(command) }
+        curl_multi_wakeup(self.multi)
+    }
+
+    private func run() {
+        var running: Int32 = 0
+        while true {
+            let pending = self.commands.withLock { commands -> [Command] in
+                defer { commands.removeAll(keepingCapacity: true) }
+                return commands
+            }
+            for command in pending {
+                self.apply(command)
+            }
+            curl_multi_perform(self.multi, &running)
+            self.collectFinished()
+            let now = ContinuousClock.now
+            var timeout = 1000
+            for transfer in self.transfers.values {
+                if let deadline = transfer.firstByteDeadline {
+                    if deadline <= now {
+                        self.finish(transfer, timedOut: true)
+                    } else {
+                        timeout = min(timeout, Int((deadline - now).milliseconds) + 1)
+                    }
+                }
+            }
+            // One hop per transfer per iteration, however many callbacks it had.
+            for transfer in self.outboxes {
+                transfer.deliverOutbox()
+            }
+            self.outboxes.removeAll(keepingCapacity: true)
+            var ready: Int32 = 0
+            curl_multi_poll(self.multi, nil, 0, Int32(timeout), &ready)
+        }
+    }
+
+    private func apply(_ command: Command) {
+        switch command {
+        case .add(let transfer):
+            guard let easy = transfer.prepare(engine: self) else { return }
+            self.transfers[ObjectIdentifier(transfer)] = transfer
+            curl_multi_add_handle(self.multi, easy)
+        case .resume(let transfer):
+            guard self.transfers[ObjectIdentifier(transfer)] != nil else { return }
+            transfer.unpause()
+        case .cancel(let transfer):
+            guard let easy = transfer.easy, self.transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
+                return
+            }
+            curl_multi_remove_handle(self.multi, easy)
+            transfer.release()
+        }
+    }
+
+    private func collectFinished() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(self.multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let result = message.pointee.data.result
+            var pointer: UnsafeMutableRawPointer?
+            _ = tp_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer)
+            guard let pointer else { continue }
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(pointer).takeUnretainedValue()
+            transfer.result = result
+            self.finish(transfer, timedOut: false)
+        }
+    }
+
+    private func finish(_ transfer: CurlTransfer, timedOut: Bool) {
+        guard let easy = transfer.easy, self.transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
+            return
+        }
+        curl_multi_remove_handle(self.multi, easy)
+        transfer.complete(timedOut: timedOut)
+        transfer.release()
+    }
+}
