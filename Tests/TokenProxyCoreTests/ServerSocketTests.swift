@@ -408,3 +408,42 @@ final class LockedFlag: @unchecked Sendable {
     var value: Bool { self.lock.withLock { self.stored } }
     func set(_ value: Bool) { self.lock.withLock { self.stored = value } }
 }
+
+/// Answers like a forwarder does, with callbacks that capture the exchange strongly, and
+/// keeps only weak references, so a test can see whether finished exchanges are freed.
+final class CapturingHandler: HTTPExchangeHandler, @unchecked Sendable {
+    private final class WeakBox {
+        weak var exchange: HTTPExchange?
+        init(_ exchange: HTTPExchange) { self.exchange = exchange }
+    }
+
+    private let lock = NSLock()
+    private var boxes: [WeakBox] = []
+
+    var handled: Int { self.lock.withLock { self.boxes.count } }
+    var alive: Int { self.lock.withLock { self.boxes.filter { $0.exchange != nil }.count } }
+
+    func handle(_ exchange: HTTPExchange) {
+        self.lock.withLock { self.boxes.append(WeakBox(exchange)) }
+        exchange.onClose = { _ = exchange.head }
+        exchange.onWritable = { _ = exchange.head }
+        exchange.readBody { event in
+            guard case .end = event else { return }
+            exchange.respond(HTTPResponse(status: 200, body: Array("ok".utf8)))
+        }
+    }
+}
+
+struct ExchangeLifetimeTests {
+    @Test func finishedExchangesAreFreedDespiteCallbacksThatCaptureThem() throws {
+        let handler = CapturingHandler()
+        let server = try TestHTTPServer(handler: handler)
+        let client = try TestClient(port: server.port)
+        for _ in 0..<20 {
+            try client.send("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi")
+            #expect(try client.readResponse().status == 200)
+        }
+        #expect(handler.handled == 20)
+        #expect(eventually { handler.alive == 0 })
+    }
+}

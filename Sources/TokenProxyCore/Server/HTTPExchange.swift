@@ -155,15 +155,19 @@ public final class HTTPExchange {
         self.isComplete = true
         let callback = self.onClose
         self.onClose = nil
-        self.onWritable = nil
-        self.bodyHandler = nil
         callback?()
         self.complete(finished: false)
     }
 
+    /// Ends the exchange for its owner. Every callback is dropped here: they usually capture
+    /// objects that hold the exchange (a transfer, a handler), and keeping them would make
+    /// each finished exchange a reference cycle.
     private func complete(finished: Bool) {
         let callback = self.onComplete
         self.onComplete = nil
+        self.onClose = nil
+        self.onWritable = nil
+        self.bodyHandler = nil
         callback?(finished)
     }
 
