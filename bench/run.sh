@@ -25,8 +25,10 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
-swift build -c release --product tokenproxy >/dev/null
-TOKENPROXY="$(swift build -c release --show-bin-path)/tokenproxy"
+# Built as the Dockerfile builds it (static Swift runtime), in a scratch folder of its own.
+build=(swift build -c release --static-swift-stdlib --product tokenproxy --scratch-path .build-bench)
+"${build[@]}" >/dev/null
+TOKENPROXY="$("${build[@]}" --show-bin-path)/tokenproxy"
 
 work=$(mktemp -d /tmp/tokenproxy-bench.XXXXXX)
 pids=()
