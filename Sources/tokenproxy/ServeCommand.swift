@@ -36,7 +36,9 @@ struct ServeCommand: ParsableCommand {
         // The upstream engine design can be switched for measurements (bench/run.sh).
         let engineName = ProcessEnvironment.variables["TOKENPROXY_CURL_ENGINE"] ?? CurlEngineKind.poll.rawValue
         guard let engineKind = CurlEngineKind(rawValue: engineName) else {
-            Console.error("TOKENPROXY_CURL_ENGINE must be one of: \(CurlEngineKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            Console.error(
+                "TOKENPROXY_CURL_ENGINE must be one of: \(CurlEngineKind.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
             throw ExitStatus.configError
         }
         let forwarder = CurlForwarder(configuration: configuration, engine: engineKind.make())

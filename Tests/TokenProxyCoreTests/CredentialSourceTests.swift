@@ -51,14 +51,26 @@ struct CredentialSourceTests {
     @Test func aCommandPrintingABareTokenIsUsed() throws {
         let scripts = try ScriptDirectory()
         let command = try scripts.script("token", "printf 'plain-token-1\\n'")
-        let source = CommandCredentialSource(name: "cmd", argv: [command], cacheSeconds: nil, refreshSkewSeconds: 0, timeout: 10)
+        let source = CommandCredentialSource(
+            name: "cmd",
+            argv: [command],
+            cacheSeconds: nil,
+            refreshSkewSeconds: 0,
+            timeout: 10
+        )
         #expect(try fetch(source).get().value == "plain-token-1")
     }
 
     @Test func aCommandPrintingJSONGivesTheTokenAndItsExpiry() throws {
         let scripts = try ScriptDirectory()
         let command = try scripts.script("token", #"echo '{"access_token": "json-token", "expires_in": 3600}'"#)
-        let source = CommandCredentialSource(name: "cmd", argv: [command], cacheSeconds: nil, refreshSkewSeconds: 0, timeout: 10)
+        let source = CommandCredentialSource(
+            name: "cmd",
+            argv: [command],
+            cacheSeconds: nil,
+            refreshSkewSeconds: 0,
+            timeout: 10
+        )
         let token = try fetch(source).get()
         #expect(token.value == "json-token")
         #expect(token.expiresAt != nil)
@@ -68,7 +80,13 @@ struct CredentialSourceTests {
         let scripts = try ScriptDirectory()
         let counter = scripts.path("runs")
         let command = try scripts.script("token", "echo run >> '\(counter)'\nsleep 0.3\necho shared-token")
-        let source = CommandCredentialSource(name: "cmd", argv: [command], cacheSeconds: 300, refreshSkewSeconds: 0, timeout: 10)
+        let source = CommandCredentialSource(
+            name: "cmd",
+            argv: [command],
+            cacheSeconds: 300,
+            refreshSkewSeconds: 0,
+            timeout: 10
+        )
         let group = DispatchGroup()
         let values = Locked<[String]>([])
         for _ in 0..<20 {
@@ -88,9 +106,18 @@ struct CredentialSourceTests {
     @Test func anExpiredCacheRunsTheCommandAgain() throws {
         let scripts = try ScriptDirectory()
         let counter = scripts.path("runs")
-        let command = try scripts.script("token", "echo run >> '\(counter)'\necho token-$(wc -l < '\(counter)' | tr -d ' ')")
+        let command = try scripts.script(
+            "token",
+            "echo run >> '\(counter)'\necho token-$(wc -l < '\(counter)' | tr -d ' ')"
+        )
         // A refresh skew larger than the cache lifetime makes every cached token stale at once.
-        let source = CommandCredentialSource(name: "cmd", argv: [command], cacheSeconds: 5, refreshSkewSeconds: 10, timeout: 10)
+        let source = CommandCredentialSource(
+            name: "cmd",
+            argv: [command],
+            cacheSeconds: 5,
+            refreshSkewSeconds: 10,
+            timeout: 10
+        )
         #expect(try fetch(source).get().value == "token-1")
         #expect(try fetch(source).get().value == "token-2")
     }
@@ -98,7 +125,13 @@ struct CredentialSourceTests {
     @Test func aFailingCommandReportsItsStatusAndStderr() throws {
         let scripts = try ScriptDirectory()
         let command = try scripts.script("token", "echo 'login expired, run gcloud auth login' >&2\nexit 3")
-        let source = CommandCredentialSource(name: "cmd", argv: [command], cacheSeconds: nil, refreshSkewSeconds: 0, timeout: 10)
+        let source = CommandCredentialSource(
+            name: "cmd",
+            argv: [command],
+            cacheSeconds: nil,
+            refreshSkewSeconds: 0,
+            timeout: 10
+        )
         guard case .failure(let error) = fetch(source) else {
             Issue.record("a failing command produced a token")
             return
@@ -111,7 +144,13 @@ struct CredentialSourceTests {
     @Test func aHangingCommandIsKilledAtItsTimeout() throws {
         let scripts = try ScriptDirectory()
         let command = try scripts.script("token", "sleep 30\necho late")
-        let source = CommandCredentialSource(name: "cmd", argv: [command], cacheSeconds: nil, refreshSkewSeconds: 0, timeout: 0.5)
+        let source = CommandCredentialSource(
+            name: "cmd",
+            argv: [command],
+            cacheSeconds: nil,
+            refreshSkewSeconds: 0,
+            timeout: 0.5
+        )
         guard case .failure(let error) = fetch(source) else {
             Issue.record("a hanging command produced a token")
             return

@@ -126,7 +126,9 @@ struct ForwardingTests {
         )
         let response = try client.readResponse()
         let seen = try #require(fixture.upstream.requests.last)
-        for name in ["X-Client-Hop", "Keep-Alive", "TE", "Upgrade", "Proxy-Authorization", "Proxy-Connection", "Connection"] {
+        for name in [
+            "X-Client-Hop", "Keep-Alive", "TE", "Upgrade", "Proxy-Authorization", "Proxy-Connection", "Connection",
+        ] {
             #expect(seen.headers.first(name) == nil, "\(name) was forwarded")
         }
         #expect(seen.headers.first("X-End-To-End") == "yes")
@@ -409,21 +411,37 @@ struct UpstreamResponseParserTests {
 struct UpstreamURLTests {
     @Test func theOriginComesFromTheRouteAndTheRestIsKeptByteForByte() throws {
         let base = try UpstreamURL.parseBase("https://api.example.com/v3/")
-        #expect(try UpstreamURL.build(base: base, path: "/a%2Fb", query: "x=%2F&y=%aa") == "https://api.example.com/v3/a%2Fb?x=%2F&y=%aa")
+        #expect(
+            try UpstreamURL.build(base: base, path: "/a%2Fb", query: "x=%2F&y=%aa")
+                == "https://api.example.com/v3/a%2Fb?x=%2F&y=%aa"
+        )
         #expect(try UpstreamURL.build(base: base, path: "", query: nil) == "https://api.example.com/v3")
-        #expect(try UpstreamURL.build(base: base, path: "//evil.example/x", query: nil) == "https://api.example.com/v3//evil.example/x")
-        #expect(try UpstreamURL.build(base: base, path: "/@evil.example/x", query: nil) == "https://api.example.com/v3/@evil.example/x")
+        #expect(
+            try UpstreamURL.build(base: base, path: "//evil.example/x", query: nil)
+                == "https://api.example.com/v3//evil.example/x"
+        )
+        #expect(
+            try UpstreamURL.build(base: base, path: "/@evil.example/x", query: nil)
+                == "https://api.example.com/v3/@evil.example/x"
+        )
     }
 
     @Test func aRootUpstreamKeepsTheHostWhateverThePath() throws {
         let base = try UpstreamURL.parseBase("http://127.0.0.1:9000")
-        #expect(try UpstreamURL.build(base: base, path: "//evil.example:80/x", query: nil) == "http://127.0.0.1:9000//evil.example:80/x")
+        #expect(
+            try UpstreamURL.build(base: base, path: "//evil.example:80/x", query: nil)
+                == "http://127.0.0.1:9000//evil.example:80/x"
+        )
         #expect(try UpstreamURL.build(base: base, path: "", query: "q") == "http://127.0.0.1:9000/?q")
-        #expect(throws: UpstreamURL.Failure.self) { try UpstreamURL.build(base: base, path: "@evil.example/x", query: nil) }
+        #expect(throws: UpstreamURL.Failure.self) {
+            try UpstreamURL.build(base: base, path: "@evil.example/x", query: nil)
+        }
     }
 
     @Test func aBaseQueryIsKeptInFront() throws {
         let base = try UpstreamURL.parseBase("https://api.example.com/v1?key=static")
-        #expect(try UpstreamURL.build(base: base, path: "/x", query: "a=1") == "https://api.example.com/v1/x?key=static&a=1")
+        #expect(
+            try UpstreamURL.build(base: base, path: "/x", query: "a=1") == "https://api.example.com/v1/x?key=static&a=1"
+        )
     }
 }

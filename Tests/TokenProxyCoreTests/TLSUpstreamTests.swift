@@ -12,14 +12,18 @@ struct TLSUpstreamTests {
             {"providers": {"svc": {"grant": "static", "token": "tls-token-9"}}, "routes": [\(routes)]}
             """
         let configuration = TestProxy.configuration(json)
-        return try TestProxy(configuration, forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine))
+        return try TestProxy(
+            configuration,
+            forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine)
+        )
     }
 
     @Test func verifiedTLSCarriesTheCredentialOverHTTP2() throws {
         let nginx = try NginxFixture()
         let proxy = try self.proxy(
             nginx,
-            routes: #"{"path_prefix": "/tls", "upstream": "https://127.0.0.1:\#(nginx.tlsPort)", "provider": "svc", "ca_file": "\#(nginx.caFile)"}"#
+            routes:
+                #"{"path_prefix": "/tls", "upstream": "https://127.0.0.1:\#(nginx.tlsPort)", "provider": "svc", "ca_file": "\#(nginx.caFile)"}"#
         )
         let client = try proxy.client()
         try client.send("GET /tls/hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
@@ -34,7 +38,8 @@ struct TLSUpstreamTests {
         let nginx = try NginxFixture()
         let proxy = try self.proxy(
             nginx,
-            routes: #"{"path_prefix": "/tls", "upstream": "https://127.0.0.1:\#(nginx.tlsPort)", "provider": "svc", "ca_file": "\#(nginx.otherCAFile)"}"#
+            routes:
+                #"{"path_prefix": "/tls", "upstream": "https://127.0.0.1:\#(nginx.tlsPort)", "provider": "svc", "ca_file": "\#(nginx.otherCAFile)"}"#
         )
         let client = try proxy.client()
         try client.send("GET /tls/hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
@@ -58,7 +63,8 @@ struct TLSUpstreamTests {
         let nginx = try NginxFixture()
         let proxy = try self.proxy(
             nginx,
-            routes: #"{"path_prefix": "/tls", "upstream": "https://127.0.0.1:\#(nginx.wrongNamePort)", "provider": "svc", "ca_file": "\#(nginx.caFile)"}"#
+            routes:
+                #"{"path_prefix": "/tls", "upstream": "https://127.0.0.1:\#(nginx.wrongNamePort)", "provider": "svc", "ca_file": "\#(nginx.caFile)"}"#
         )
         let client = try proxy.client()
         try client.send("GET /tls/hello HTTP/1.1\r\nHost: localhost\r\n\r\n")

@@ -37,7 +37,9 @@ public struct CredentialFormatter: Sendable, Equatable {
 
     /// The header for `token`, or an error when the result could not be sent safely (a token
     /// with CR, LF or another control character would split the upstream request).
-    public func header(for token: AccessToken, provider: String) -> Result<UpstreamRequestBuilder.Credential, ProxyError> {
+    public func header(for token: AccessToken, provider: String) -> Result<
+        UpstreamRequestBuilder.Credential, ProxyError
+    > {
         let value = self.pieces.joined(separator: token.value)
         guard !token.value.isEmpty, HTTPGrammar.isValidFieldValue(value.utf8) else {
             return .failure(

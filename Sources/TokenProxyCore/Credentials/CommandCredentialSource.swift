@@ -60,7 +60,8 @@ public final class CommandCredentialSource: CredentialSource {
             return .failure(ProxyError(.tokenUnavailable, "command failed: \(error)", provider: self.name))
         }
         guard output.status == 0 else {
-            let reason = output.timedOut ? "timed out after \(Int(self.timeout)) s" : "exited with status \(output.status)"
+            let reason =
+                output.timedOut ? "timed out after \(Int(self.timeout)) s" : "exited with status \(output.status)"
             let stderr = output.stderr.isEmpty ? "" : ": \(output.stderr)"
             return .failure(ProxyError(.tokenUnavailable, "command \(reason)\(stderr)", provider: self.name))
         }
@@ -110,7 +111,8 @@ enum CommandOutputParser {
             }
             return .success((token, expiresIn))
         }
-        guard !trimmed.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true }) else {
+        guard !trimmed.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true })
+        else {
             return .failure(Refusal(description: "more than one word; print only the token, or JSON"))
         }
         return .success((trimmed, nil))

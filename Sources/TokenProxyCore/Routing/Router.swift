@@ -85,7 +85,8 @@ enum HostName {
         if bytes.last == UInt8(ascii: ".") {
             bytes = bytes.dropLast()
         }
-        let host = bytes.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
+        let host =
+            bytes.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
             ? String(decoding: bytes, as: UTF8.self).lowercased() : String(decoding: bytes, as: UTF8.self)
         return (host, port.map { String(decoding: $0, as: UTF8.self) })
     }

@@ -2,7 +2,7 @@ import CCurl
 import Dispatch
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// libcurl's multi interface driven by Dispatch: libcurl's socket callback maps each socket
@@ -238,19 +238,23 @@ private func dispatchEngine(_ userdata: UnsafeMutableRawPointer?) -> CurlDispatc
 }
 
 private let dispatchSocketCallback:
-    @convention(c) (UnsafeMutableRawPointer?, curl_socket_t, Int32, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) ->
+    @convention(c) (UnsafeMutableRawPointer?, curl_socket_t, Int32, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?)
+        ->
         Int32 = { _, socket, what, userdata, _ in
             dispatchEngine(userdata)?.watch(socket, what: what)
             return 0
         }
 
 private let dispatchTimerCallback: @convention(c) (UnsafeMutableRawPointer?, Int, UnsafeMutableRawPointer?) -> Int32 = {
-    _, milliseconds, userdata in
+    _,
+    milliseconds,
+    userdata in
     dispatchEngine(userdata)?.setTimer(milliseconds)
     return 0
 }
 
 private let dispatchCloseSocketCallback: @convention(c) (UnsafeMutableRawPointer?, curl_socket_t) -> Int32 = {
-    userdata, socket in
+    userdata,
+    socket in
     dispatchEngine(userdata)?.closeSocket(socket) ?? Glibc.close(socket)
 }

@@ -67,7 +67,9 @@ public final class CurlForwarder: RouteForwarder {
                     error.route = route.name
                     logger.warning(
                         "no credential",
-                        metadata: ["provider": "\(providerName)", "error": "\(error.code)", "reason": "\(error.message)"]
+                        metadata: [
+                            "provider": "\(providerName)", "error": "\(error.code)", "reason": "\(error.message)",
+                        ]
                     )
                     exchange.respond(ErrorResponse.response(for: error))
                 }

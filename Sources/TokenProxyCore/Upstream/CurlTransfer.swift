@@ -203,7 +203,9 @@ public final class CurlTransfer: @unchecked Sendable {
         set(tp_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list))
 
         guard ok else {
-            self.fail(ProxyError(.upstreamUnreachable, "cannot configure the upstream request", route: self.match.route.name))
+            self.fail(
+                ProxyError(.upstreamUnreachable, "cannot configure the upstream request", route: self.match.route.name)
+            )
             self.release()
             return nil
         }
@@ -240,7 +242,12 @@ public final class CurlTransfer: @unchecked Sendable {
             } else {
                 self.post(
                     end: .fail(
-                        ProxyError(.upstreamTimeout, "the upstream did not answer in time", route: route.name, provider: route.provider)
+                        ProxyError(
+                            .upstreamTimeout,
+                            "the upstream did not answer in time",
+                            route: route.name,
+                            provider: route.provider
+                        )
                     )
                 )
             }
@@ -251,7 +258,11 @@ public final class CurlTransfer: @unchecked Sendable {
             // complete-looking one.
             self.post(end: .abort)
         } else {
-            self.post(end: .fail(ProxyError(.upstreamUnreachable, self.errorMessage(), route: route.name, provider: route.provider)))
+            self.post(
+                end: .fail(
+                    ProxyError(.upstreamUnreachable, self.errorMessage(), route: route.name, provider: route.provider)
+                )
+            )
         }
     }
 
@@ -349,7 +360,9 @@ public final class CurlTransfer: @unchecked Sendable {
             }
             let count = min(available, target.count)
             shared.body.withUnsafeBytes { source in
-                target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[shared.bodyStart..<shared.bodyStart + count]))
+                target.copyMemory(
+                    from: UnsafeRawBufferPointer(rebasing: source[shared.bodyStart..<shared.bodyStart + count])
+                )
             }
             shared.bodyStart += count
             if shared.bodyStart == shared.body.count {
@@ -447,21 +460,33 @@ private func transfer(_ userdata: UnsafeMutableRawPointer?) -> CurlTransfer? {
     userdata.map { Unmanaged<CurlTransfer>.fromOpaque($0).takeUnretainedValue() }
 }
 
-private let curlWriteCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
-    data, size, count, userdata in
-    guard let transfer = transfer(userdata), let data else { return 0 }
-    return transfer.receivedBody(UnsafeRawBufferPointer(start: data, count: size * count))
-}
+private let curlWriteCallback:
+    @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+        data,
+        size,
+        count,
+        userdata in
+        guard let transfer = transfer(userdata), let data else { return 0 }
+        return transfer.receivedBody(UnsafeRawBufferPointer(start: data, count: size * count))
+    }
 
-private let curlReadCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
-    data, size, count, userdata in
-    guard let transfer = transfer(userdata), let data else { return tp_readfunc_abort() }
-    return transfer.readRequestBody(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
-}
+private let curlReadCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int =
+    {
+        data,
+        size,
+        count,
+        userdata in
+        guard let transfer = transfer(userdata), let data else { return tp_readfunc_abort() }
+        return transfer.readRequestBody(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
+    }
 
-private let curlHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
-    data, size, count, userdata in
-    guard let transfer = transfer(userdata), let data else { return 0 }
-    let line = UnsafeRawBufferPointer(start: data, count: size * count)
-    return transfer.receivedHeaderLine(line) ? size * count : 0
-}
+private let curlHeaderCallback:
+    @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+        data,
+        size,
+        count,
+        userdata in
+        guard let transfer = transfer(userdata), let data else { return 0 }
+        let line = UnsafeRawBufferPointer(start: data, count: size * count)
+        return transfer.receivedHeaderLine(line) ? size * count : 0
+    }

@@ -3,7 +3,7 @@ import Foundation
 @testable import TokenProxyCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real nginx from Debian serving TLS on loopback with certificates made by `openssl`:
@@ -118,7 +118,8 @@ final class NginxFixture {
         for ca in ["ca", "other-ca"] {
             try openssl(
                 ["req", "-x509"] + ec + [
-                    "-keyout", path("\(ca).key"), "-out", path("\(ca).pem"), "-days", "2", "-subj", "/CN=tokenproxy \(ca)",
+                    "-keyout", path("\(ca).key"), "-out", path("\(ca).pem"), "-days", "2", "-subj",
+                    "/CN=tokenproxy \(ca)",
                     "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
                 ]
             )

@@ -190,7 +190,9 @@ final class TestClient {
         var headers: [(String, String)] = []
         while let line = try self.readLine(), !line.isEmpty {
             guard let colon = line.firstIndex(of: ":") else { throw Failure(description: "bad header: \(line)") }
-            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            headers.append(
+                (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            )
         }
         return Response(status: status, headers: headers, body: [])
     }
