@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Logging
 import Testing
 
 @testable import TokenProxyCore
@@ -12,7 +13,8 @@ final class ForwardingFixture {
     init(
         provider: String = #"{"grant": "static", "token": "upstream-token-1"}"#,
         route: String = "",
-        engine: (any CurlEngine)? = nil
+        engine: (any CurlEngine)? = nil,
+        logger: Logger = TestLogging.logger
     ) throws {
         self.upstream = try FakeUpstream()
         let json = """
@@ -27,7 +29,8 @@ final class ForwardingFixture {
         let configuration = TestProxy.configuration(json)
         self.proxy = try TestProxy(
             configuration,
-            forwarder: CurlForwarder(configuration: configuration, engine: engine ?? ForwardingFixture.engine)
+            forwarder: CurlForwarder(configuration: configuration, engine: engine ?? ForwardingFixture.engine),
+            logger: logger
         )
     }
 
@@ -343,6 +346,42 @@ struct EngineParityTests {
         _ = try leaving.readHead()
         leaving.closeNow()
         #expect(eventually { fixture.upstream.aborted == 1 })
+    }
+}
+
+struct SecretRedactionTests {
+    @Test func tokensNeverReachTheLogs() throws {
+        let logs = CapturedLogs()
+        let scripts = try ScriptDirectory()
+        let failing = try scripts.script("fail", "echo 'cannot mint token' >&2\nexit 1")
+        let fixture = try ForwardingFixture(
+            provider: #"{"grant": "static", "token": "injected-secret-4711"}"#,
+            logger: logs.logger()
+        )
+        let client = try fixture.client()
+        let requests = [
+            "GET /api/echo?api_key=query-secret-99 HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer client-secret-1\r\n\r\n",
+            "GET /dead/x HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer client-secret-1\r\n\r\n",
+            "GET /api/status/401 HTTP/1.1\r\nHost: localhost\r\nCookie: session=cookie-secret-7\r\n\r\n",
+        ]
+        for request in requests {
+            try client.send(request)
+            _ = try client.readResponse()
+        }
+        // A provider whose command fails logs why, without any token.
+        let commandFixture = try ForwardingFixture(
+            provider: #"{"grant": "command", "command": ["\#(failing)"]}"#,
+            logger: logs.logger()
+        )
+        let second = try commandFixture.client()
+        try second.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer client-secret-1\r\n\r\n")
+        #expect(try second.readResponse().status == 502)
+        #expect(eventually { logs.text.contains("cannot mint token") })
+        let text = logs.text
+        #expect(text.contains("status=200"))
+        for secret in ["injected-secret-4711", "client-secret-1", "query-secret-99", "cookie-secret-7"] {
+            #expect(!text.contains(secret), "\(secret) reached the logs")
+        }
     }
 }
 

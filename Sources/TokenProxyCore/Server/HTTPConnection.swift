@@ -277,17 +277,7 @@ final class HTTPConnection {
             exchange.connectionClosed()
         }
         self.handler.requestRejected(error, remoteAddress: self.remoteAddress)
-        let response = ErrorResponse.response(for: error)
-        var keepAlive = false
-        var encoder = ResponseEncoder()
-        var bytes = encoder.encodeHead(
-            response.head,
-            requestVersion: .http1_1,
-            requestIsHead: false,
-            keepAlive: &keepAlive
-        )
-        encoder.encodeBody(response.body, into: &bytes)
-        self.output.append(contentsOf: bytes)
+        self.output.append(contentsOf: ErrorResponse.wireBytes(for: error))
         self.perform(self.lifecycle.requestRejected())
         self.flush()
     }

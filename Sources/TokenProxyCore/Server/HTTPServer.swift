@@ -99,16 +99,7 @@ public final class HTTPServer: Sendable {
             draining
             ? ProxyError(.shuttingDown, "the proxy is shutting down")
             : ProxyError(.tooManyConnections, "too many open connections")
-        let response = ErrorResponse.response(for: error)
-        var keepAlive = false
-        var encoder = ResponseEncoder()
-        var bytes = encoder.encodeHead(
-            response.head,
-            requestVersion: .http1_1,
-            requestIsHead: false,
-            keepAlive: &keepAlive
-        )
-        encoder.encodeBody(response.body, into: &bytes)
+        let bytes = ErrorResponse.wireBytes(for: error)
         _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         shutdown(descriptor, Int32(SHUT_WR))
         Glibc.close(descriptor)

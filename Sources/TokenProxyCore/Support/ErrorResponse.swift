@@ -38,6 +38,24 @@ public enum ErrorResponse {
     }
 }
 
+extension ErrorResponse {
+    /// The complete wire bytes of the answer to `error` when no exchange owns the stream
+    /// (a broken request, a refused connection): HTTP/1.1, `Connection: close`.
+    static func wireBytes(for error: ProxyError) -> [UInt8] {
+        let response = Self.response(for: error)
+        var keepAlive = false
+        var encoder = ResponseEncoder()
+        var bytes = encoder.encodeHead(
+            response.head,
+            requestVersion: .http1_1,
+            requestIsHead: false,
+            keepAlive: &keepAlive
+        )
+        encoder.encodeBody(response.body, into: &bytes)
+        return bytes
+    }
+}
+
 /// Serializes the proxy's own JSON bodies (errors, admin documents) with stable key order.
 enum JSONOutput {
     /// Encodes `value` as compact JSON with sorted keys and a trailing newline.

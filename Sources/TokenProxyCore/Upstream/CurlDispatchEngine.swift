@@ -179,27 +179,13 @@ public final class CurlDispatchEngine: CurlEngine, @unchecked Sendable {
     }
 
     private func afterAction() {
-        var remaining: Int32 = 0
-        while let message = curl_multi_info_read(self.multi, &remaining) {
-            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-            var pointer: UnsafeMutableRawPointer?
-            _ = tp_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer)
-            guard let pointer else { continue }
-            let transfer = Unmanaged<CurlTransfer>.fromOpaque(pointer).takeUnretainedValue()
-            transfer.result = message.pointee.data.result
-            self.finish(transfer, timedOut: false)
-        }
+        CurlMulti.collectFinished(self.multi) { self.finish($0, timedOut: false) }
         self.flushOutboxes()
         self.scheduleDeadlines()
     }
 
     private func finish(_ transfer: CurlTransfer, timedOut: Bool) {
-        guard let easy = transfer.easy, self.transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
-            return
-        }
-        curl_multi_remove_handle(self.multi, easy)
-        transfer.complete(timedOut: timedOut)
-        transfer.release()
+        CurlMulti.finish(transfer, timedOut: timedOut, multi: self.multi, transfers: &self.transfers)
     }
 
     private func flushOutboxes() {

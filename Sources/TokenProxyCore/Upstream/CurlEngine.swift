@@ -1,3 +1,5 @@
+import CCurl
+
 /// What drives libcurl transfers: the seam between ``CurlTransfer`` and the event loop.
 ///
 /// Two implementations exist, chosen by measuring them (`docs/architecture.md`):
@@ -29,5 +31,38 @@ public enum CurlEngineKind: String, Sendable, CaseIterable {
         case .poll: return CurlPollEngine()
         case .dispatch: return CurlDispatchEngine()
         }
+    }
+}
+
+/// What both engines do with the transfers libcurl reports done.
+enum CurlMulti {
+    /// Calls `finish` for every transfer libcurl finished, with its result recorded.
+    static func collectFinished(_ multi: UnsafeMutableRawPointer, _ finish: (CurlTransfer) -> Void) {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            var pointer: UnsafeMutableRawPointer?
+            _ = tp_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer)
+            guard let pointer else { continue }
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(pointer).takeUnretainedValue()
+            transfer.result = message.pointee.data.result
+            finish(transfer)
+        }
+    }
+
+    /// Removes a transfer from the multi handle, reports its end to the client and frees its
+    /// easy handle; `transfers` is the engine's table, which held it alive until now.
+    static func finish(
+        _ transfer: CurlTransfer,
+        timedOut: Bool,
+        multi: UnsafeMutableRawPointer,
+        transfers: inout [ObjectIdentifier: CurlTransfer]
+    ) {
+        guard let easy = transfer.easy, transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
+            return
+        }
+        curl_multi_remove_handle(multi, easy)
+        transfer.complete(timedOut: timedOut)
+        transfer.release()
     }
 }

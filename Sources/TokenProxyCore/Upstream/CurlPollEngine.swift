@@ -120,25 +120,10 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
     }
 
     private func collectFinished() {
-        var remaining: Int32 = 0
-        while let message = curl_multi_info_read(self.multi, &remaining) {
-            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-            let result = message.pointee.data.result
-            var pointer: UnsafeMutableRawPointer?
-            _ = tp_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer)
-            guard let pointer else { continue }
-            let transfer = Unmanaged<CurlTransfer>.fromOpaque(pointer).takeUnretainedValue()
-            transfer.result = result
-            self.finish(transfer, timedOut: false)
-        }
+        CurlMulti.collectFinished(self.multi) { self.finish($0, timedOut: false) }
     }
 
     private func finish(_ transfer: CurlTransfer, timedOut: Bool) {
-        guard let easy = transfer.easy, self.transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
-            return
-        }
-        curl_multi_remove_handle(self.multi, easy)
-        transfer.complete(timedOut: timedOut)
-        transfer.release()
+        CurlMulti.finish(transfer, timedOut: timedOut, multi: self.multi, transfers: &self.transfers)
     }
 }

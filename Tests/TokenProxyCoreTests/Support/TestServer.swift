@@ -10,13 +10,14 @@ final class TestProxy {
 
     init(
         _ configuration: ProxyConfiguration = TestProxy.configuration(),
-        forwarder: any RouteForwarder = UnavailableForwarder()
+        forwarder: any RouteForwarder = UnavailableForwarder(),
+        logger: Logger = TestLogging.logger
     ) throws {
         var configuration = configuration
         if case .inet(let host, _) = configuration.listen {
             configuration.listen = .inet(host: host, port: 0)
         }
-        self.service = ProxyService(configuration: configuration, forwarder: forwarder, logger: TestLogging.logger)
+        self.service = ProxyService(configuration: configuration, forwarder: forwarder, logger: logger)
         self.addresses = try self.service.start()
         guard case .inet(_, let port) = self.addresses.proxy else {
             self.port = 0
@@ -95,4 +96,37 @@ enum TestLogging {
         logger.logLevel = .critical
         return logger
     }()
+}
+
+/// A log handler that keeps every line (message and metadata) for assertions.
+final class CapturedLogs: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    var text: String { self.lock.withLock { self.lines.joined(separator: "\n") } }
+
+    func append(_ line: String) { self.lock.withLock { self.lines.append(line) } }
+
+    /// A logger writing here at `trace` level, so nothing is filtered out.
+    func logger() -> Logger {
+        var logger = Logger(label: "tokenproxy.captured") { _ in CapturingLogHandler(sink: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+}
+
+struct CapturingLogHandler: LogHandler {
+    let sink: CapturedLogs
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { self.metadata[key] }
+        set { self.metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let all = self.metadata.merging(event.metadata ?? [:]) { $1 }
+        self.sink.append("\(event.level) \(event.message) \(all.map { "\($0)=\($1)" }.sorted().joined(separator: " "))")
+    }
 }
