@@ -88,12 +88,16 @@ public final class ProxyHandler: HTTPExchangeHandler {
         let route = match.route
         var logger = self.logger
         logger[metadataKey: "route"] = "\(route.name)"
-        if route.incomingAuthorization == .reject, head.headers.contains("Authorization") {
-            self.reject(
-                exchange,
-                ProxyError(.badRequest, "this route does not accept an Authorization header", route: route.name)
-            )
-            return
+        if route.incomingAuthorization == .reject {
+            // The credential header is the provider's (`header`), Authorization by default.
+            let credentialHeader = route.provider.flatMap { snapshot.configuration.providers[$0]?.header } ?? "Authorization"
+            if head.headers.contains(credentialHeader) {
+                self.reject(
+                    exchange,
+                    ProxyError(.badRequest, "this route does not accept a client \(credentialHeader) header", route: route.name)
+                )
+                return
+            }
         }
         self.logAccess(exchange, route: route.name)
         self.forwarder.forward(exchange, along: match, logger: logger)
