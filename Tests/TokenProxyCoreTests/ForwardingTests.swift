@@ -403,7 +403,7 @@ struct UpstreamResponseParserTests {
             _ = parser.line(line + "\r\n")
         }
         #expect(parser.line("\r\n") == .complete)
-        return parser.head(requestIsHead: head, match: self.match, base: try self.base)
+        return parser.head(requestIsHead: head, relay: CurlTransfer.Relay(match: self.match, base: try self.base))
     }
 
     @Test func hopByHopFieldsAndThoseConnectionNamesAreDropped() throws {

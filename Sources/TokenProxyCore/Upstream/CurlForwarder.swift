@@ -113,26 +113,31 @@ public final class CurlForwarder: RouteForwarder {
             connectTimeout: limits.upstreamConnectTimeoutSeconds,
             firstByteTimeout: route.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds
         )
-        let transfer = CurlTransfer(
-            request: request,
-            options: options,
-            exchange: QueueBound(exchange, queue: exchange.queue),
-            match: match,
-            base: base,
-            requestIsHead: exchange.head.isHead
-        ) { outcome in
+        let sink = ExchangeSink(exchange: QueueBound(exchange, queue: exchange.queue)) { outcome in
             if case .failed(let error) = outcome {
                 logger.warning("upstream failed", metadata: ["error": "\(error.code)", "reason": "\(error.message)"])
             }
         }
+        let transfer = CurlTransfer(
+            request: request,
+            options: options,
+            sink: sink,
+            relay: CurlTransfer.Relay(match: match, base: base),
+            route: route.name,
+            provider: route.provider
+        )
         let engine = self.engine
         exchange.onClose = { engine.cancel(transfer) }
         if request.body != .none {
             exchange.readBody { [weak exchange] event in
                 guard let exchange else { return }
                 switch event {
-                case .bytes(let bytes): transfer.appendBody(bytes, exchange: exchange)
-                case .end: transfer.endBody()
+                case .bytes(let bytes):
+                    if transfer.appendBody(bytes) {
+                        exchange.pauseBody()
+                    }
+                case .end:
+                    transfer.endBody()
                 }
             }
         }

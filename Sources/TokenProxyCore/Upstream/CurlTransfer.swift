@@ -39,13 +39,20 @@ public final class CurlTransfer: @unchecked Sendable {
 
     let request: UpstreamRequest
     let options: Options
-    let exchange: QueueBound<HTTPExchange>
-    let match: Router.Match
-    let base: UpstreamURL.Base
+    /// Where the response goes: a client exchange, or a buffer for the proxy's own requests.
+    let sink: any CurlResponseSink
+    /// The route and upstream base, for rewriting `Location`; nil for the proxy's own requests.
+    let relay: Relay?
     let requestIsHead: Bool
-    /// Called on the exchange's queue when the transfer ended, with whether the response head
-    /// went out; used for logging and, later, the 401 replay rule.
-    let onComplete: @Sendable (CurlTransferOutcome) -> Void
+    /// Route and provider names for error messages.
+    let route: String?
+    let provider: String?
+
+    /// What a relayed response needs from its route.
+    struct Relay: Sendable {
+        var match: Router.Match
+        var base: UpstreamURL.Base
+    }
 
     private let shared = Mutex(Shared())
     private weak var engine: (any CurlEngine)?
@@ -56,7 +63,7 @@ public final class CurlTransfer: @unchecked Sendable {
     private var errorBuffer: UnsafeMutablePointer<CChar>?
     private var parser = UpstreamResponseParser()
     private var headSent = false
-    private var outbox = Outbox()
+    private var outbox = CurlDelivery()
     private var outboxQueued = false
     var result: CURLcode = CURLE_OK
     var firstByteDeadline: ContinuousClock.Instant?
@@ -64,26 +71,26 @@ public final class CurlTransfer: @unchecked Sendable {
     init(
         request: UpstreamRequest,
         options: Options,
-        exchange: QueueBound<HTTPExchange>,
-        match: Router.Match,
-        base: UpstreamURL.Base,
-        requestIsHead: Bool,
-        onComplete: @escaping @Sendable (CurlTransferOutcome) -> Void
+        sink: any CurlResponseSink,
+        relay: Relay?,
+        route: String?,
+        provider: String?
     ) {
         self.request = request
         self.options = options
-        self.exchange = exchange
-        self.match = match
-        self.base = base
-        self.requestIsHead = requestIsHead
-        self.onComplete = onComplete
+        self.sink = sink
+        self.relay = relay
+        self.requestIsHead = request.method == "HEAD"
+        self.route = route
+        self.provider = provider
     }
 
     // MARK: Client side (the exchange's queue)
 
-    /// Adds request body bytes; pauses the client when enough is buffered.
-    func appendBody(_ bytes: [UInt8], exchange: HTTPExchange) {
-        let (resume, pauseClient) = self.shared.withLock { shared -> (Bool, Bool) in
+    /// Adds request body bytes; returns true when enough is buffered that the producer should
+    /// pause until ``CurlResponseSink/resumeRequestBody()``.
+    func appendBody(_ bytes: [UInt8]) -> Bool {
+        let (resume, pauseProducer) = self.shared.withLock { shared -> (Bool, Bool) in
             shared.body.append(contentsOf: bytes)
             let resume = shared.readPaused
             shared.readPaused = false
@@ -94,12 +101,10 @@ public final class CurlTransfer: @unchecked Sendable {
             }
             return (resume, pause)
         }
-        if pauseClient {
-            exchange.pauseBody()
-        }
         if resume {
             self.engine?.resume(self)
         }
+        return pauseProducer
     }
 
     /// Marks the request body complete.
@@ -120,7 +125,7 @@ public final class CurlTransfer: @unchecked Sendable {
     func prepare(engine: any CurlEngine) -> UnsafeMutableRawPointer? {
         self.engine = engine
         guard let easy = curl_easy_init() else {
-            self.fail(ProxyError(.upstreamUnreachable, "cannot create a transfer", route: self.match.route.name))
+            self.fail(ProxyError(.upstreamUnreachable, "cannot create a transfer", route: self.route, provider: self.provider))
             return nil
         }
         self.easy = easy
@@ -204,7 +209,12 @@ public final class CurlTransfer: @unchecked Sendable {
 
         guard ok else {
             self.fail(
-                ProxyError(.upstreamUnreachable, "cannot configure the upstream request", route: self.match.route.name)
+                ProxyError(
+                    .upstreamUnreachable,
+                    "cannot configure the upstream request",
+                    route: self.route,
+                    provider: self.provider
+                )
             )
             self.release()
             return nil
@@ -235,7 +245,6 @@ public final class CurlTransfer: @unchecked Sendable {
 
     /// Reports the end of the transfer to the client.
     func complete(timedOut: Bool) {
-        let route = self.match.route
         if timedOut {
             if self.headSent {
                 self.post(end: .abort)
@@ -245,8 +254,8 @@ public final class CurlTransfer: @unchecked Sendable {
                         ProxyError(
                             .upstreamTimeout,
                             "the upstream did not answer in time",
-                            route: route.name,
-                            provider: route.provider
+                            route: self.route,
+                            provider: self.provider
                         )
                     )
                 )
@@ -260,7 +269,7 @@ public final class CurlTransfer: @unchecked Sendable {
         } else {
             self.post(
                 end: .fail(
-                    ProxyError(.upstreamUnreachable, self.errorMessage(), route: route.name, provider: route.provider)
+                    ProxyError(.upstreamUnreachable, self.errorMessage(), route: self.route, provider: self.provider)
                 )
             )
         }
@@ -279,7 +288,7 @@ public final class CurlTransfer: @unchecked Sendable {
         self.post(end: .fail(error))
     }
 
-    private func post(end: Outbox.End) {
+    private func post(end: CurlDelivery.End) {
         self.outbox.end = end
         self.queueOutbox()
     }
@@ -290,62 +299,36 @@ public final class CurlTransfer: @unchecked Sendable {
         self.engine?.outboxReady(self)
     }
 
-    /// Hands what was collected to the client connection in one hop (engine thread).
+    /// Hands what was collected to the sink (engine thread).
     func deliverOutbox() {
         self.outboxQueued = false
         guard !self.outbox.isEmpty else { return }
-        let outbox = self.outbox
-        self.outbox = Outbox()
-        let onComplete = self.onComplete
-        self.exchange.execute { [self] exchange in
-            exchange.batch { exchange in
-                if let head = outbox.head {
-                    exchange.sendHead(head)
-                }
-                for part in outbox.body {
-                    exchange.sendBody(part)
-                }
-                switch outbox.end {
-                case .finish?:
-                    exchange.finish()
-                    onComplete(.finished)
-                case .abort?:
-                    exchange.abort()
-                    onComplete(.aborted)
-                case .fail(let error)?:
-                    exchange.respond(ErrorResponse.response(for: error))
-                    onComplete(.failed(error))
-                case nil:
-                    break
-                }
+        let delivery = self.outbox
+        self.outbox = CurlDelivery()
+        self.sink.deliver(delivery, from: self)
+    }
+
+    /// The sink took `bytes` of body; `consumerWritable` is whether it can take more now.
+    /// When it cannot, the transfer stays paused until ``consumerBecameWritable()``.
+    func bodyDelivered(_ bytes: Int, consumerWritable: Bool) {
+        let resume = self.shared.withLock { shared -> Bool in
+            shared.outPending -= bytes
+            if !consumerWritable {
+                shared.outBlocked = true
+                return false
             }
-            guard outbox.bodyBytes > 0, !exchange.isComplete else {
-                if outbox.bodyBytes > 0 {
-                    self.shared.withLock { $0.outPending -= outbox.bodyBytes }
-                }
-                return
-            }
-            let writable = exchange.isWritable
-            let resume = self.shared.withLock { shared -> Bool in
-                shared.outPending -= outbox.bodyBytes
-                if !writable {
-                    shared.outBlocked = true
-                    return false
-                }
-                return self.takeWritePause(&shared)
-            }
-            if !writable {
-                exchange.onWritable = { [self] in
-                    exchange.onWritable = nil
-                    let resume = self.shared.withLock { shared -> Bool in
-                        shared.outBlocked = false
-                        return self.takeWritePause(&shared)
-                    }
-                    if resume { self.engine?.resume(self) }
-                }
-            }
-            if resume { self.engine?.resume(self) }
+            return self.takeWritePause(&shared)
         }
+        if resume { self.engine?.resume(self) }
+    }
+
+    /// The sink's consumer drained; a paused transfer continues.
+    func consumerBecameWritable() {
+        let resume = self.shared.withLock { shared -> Bool in
+            shared.outBlocked = false
+            return self.takeWritePause(&shared)
+        }
+        if resume { self.engine?.resume(self) }
     }
 
     // MARK: libcurl callbacks (engine thread)
@@ -380,7 +363,7 @@ public final class CurlTransfer: @unchecked Sendable {
             return (count, resume, false)
         }
         if resumeClient {
-            self.exchange.execute { $0.resumeBody() }
+            self.sink.resumeRequestBody()
         }
         if ended {
             // The request is fully sent: the first-byte deadline starts now.
@@ -400,7 +383,7 @@ public final class CurlTransfer: @unchecked Sendable {
         case .complete:
             self.headSent = true
             self.firstByteDeadline = nil
-            self.outbox.head = self.parser.head(requestIsHead: self.requestIsHead, match: self.match, base: self.base)
+            self.outbox.head = self.parser.head(requestIsHead: self.requestIsHead, relay: self.relay)
             self.queueOutbox()
             return true
         }
@@ -429,10 +412,11 @@ public final class CurlTransfer: @unchecked Sendable {
     }
 }
 
-/// What the engine thread collected for the client during one loop iteration; delivered in
-/// one hop to the connection's queue and written with one flush.
-private struct Outbox {
-    enum End {
+/// What the engine collected for a transfer's sink during one turn: delivered together, so
+/// a client gets one hop and one flush however many callbacks libcurl made.
+struct CurlDelivery: Sendable {
+    /// How the transfer ended.
+    enum End: Sendable {
         case finish
         case abort
         case fail(ProxyError)
@@ -444,6 +428,15 @@ private struct Outbox {
     var end: End?
 
     var isEmpty: Bool { self.head == nil && self.body.isEmpty && self.end == nil }
+}
+
+/// Where a transfer's response goes.
+protocol CurlResponseSink: Sendable {
+    /// Takes what one engine turn collected (called on the engine); must report body bytes
+    /// back with ``CurlTransfer/bodyDelivered(_:consumerWritable:)``.
+    func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer)
+    /// The request body buffer drained: a paused producer may continue.
+    func resumeRequestBody()
 }
 
 /// How a transfer ended, as seen by the client.

@@ -87,7 +87,7 @@ struct UpstreamResponseParser: Sendable {
     }
 
     /// The head to send to the client.
-    func head(requestIsHead: Bool, match: Router.Match, base: UpstreamURL.Base) -> HTTPResponseHead {
+    func head(requestIsHead: Bool, relay: CurlTransfer.Relay?) -> HTTPResponseHead {
         let status = self.status ?? 502
         var headers = HTTPHeaders()
         let connectionNamed = Set(
@@ -103,8 +103,8 @@ struct UpstreamResponseParser: Sendable {
             guard !Self.hopByHop.contains(lowered), !connectionNamed.contains(lowered),
                 HTTPGrammar.isValidFieldValue(value.utf8)
             else { continue }
-            if lowered == "location" {
-                headers.add(name: name, value: Self.rewriteLocation(value, match: match, base: base))
+            if lowered == "location", let relay {
+                headers.add(name: name, value: Self.rewriteLocation(value, match: relay.match, base: relay.base))
             } else {
                 headers.add(name: name, value: value)
             }
