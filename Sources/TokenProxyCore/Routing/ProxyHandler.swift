@@ -90,11 +90,16 @@ public final class ProxyHandler: HTTPExchangeHandler {
         logger[metadataKey: "route"] = "\(route.name)"
         if route.incomingAuthorization == .reject {
             // The credential header is the provider's (`header`), Authorization by default.
-            let credentialHeader = route.provider.flatMap { snapshot.configuration.providers[$0]?.header } ?? "Authorization"
+            let credentialHeader =
+                route.provider.flatMap { snapshot.configuration.providers[$0]?.header } ?? "Authorization"
             if head.headers.contains(credentialHeader) {
                 self.reject(
                     exchange,
-                    ProxyError(.badRequest, "this route does not accept a client \(credentialHeader) header", route: route.name)
+                    ProxyError(
+                        .badRequest,
+                        "this route does not accept a client \(credentialHeader) header",
+                        route: route.name
+                    )
                 )
                 return
             }

@@ -125,7 +125,9 @@ public final class CurlTransfer: @unchecked Sendable {
     func prepare(engine: any CurlEngine) -> UnsafeMutableRawPointer? {
         self.engine = engine
         guard let easy = curl_easy_init() else {
-            self.fail(ProxyError(.upstreamUnreachable, "cannot create a transfer", route: self.route, provider: self.provider))
+            self.fail(
+                ProxyError(.upstreamUnreachable, "cannot create a transfer", route: self.route, provider: self.provider)
+            )
             return nil
         }
         self.easy = easy
