@@ -15,16 +15,19 @@ public final class CredentialRegistry: Sendable {
     }
 
     private let entries: Mutex<[String: Entry]>
+    private let fetcher: UpstreamFetcher
 
-    /// Builds the sources for `configuration`'s providers.
-    public init(configuration: ProxyConfiguration) {
-        self.entries = Mutex(Self.build(configuration, previous: [:]))
+    /// Builds the sources for `configuration`'s providers; token requests go through `fetcher`.
+    public init(configuration: ProxyConfiguration, fetcher: UpstreamFetcher) {
+        self.fetcher = fetcher
+        self.entries = Mutex(Self.build(configuration, previous: [:], fetcher: fetcher))
     }
 
     /// Replaces the providers, keeping unchanged ones.
     public func reload(_ configuration: ProxyConfiguration) {
+        let fetcher = self.fetcher
         self.entries.withLock { entries in
-            entries = Self.build(configuration, previous: entries)
+            entries = Self.build(configuration, previous: entries, fetcher: fetcher)
         }
     }
 
@@ -33,7 +36,11 @@ public final class CredentialRegistry: Sendable {
         self.entries.withLock { $0[name] }
     }
 
-    private static func build(_ configuration: ProxyConfiguration, previous: [String: Entry]) -> [String: Entry] {
+    private static func build(
+        _ configuration: ProxyConfiguration,
+        previous: [String: Entry],
+        fetcher: UpstreamFetcher
+    ) -> [String: Entry] {
         var entries: [String: Entry] = [:]
         for (name, provider) in configuration.providers {
             if let kept = previous[name], kept.configuration == provider {
@@ -41,7 +48,7 @@ public final class CredentialRegistry: Sendable {
                 continue
             }
             entries[name] = Entry(
-                source: self.source(for: provider, limits: configuration.limits),
+                source: self.source(for: provider, limits: configuration.limits, fetcher: fetcher),
                 formatter: CredentialFormatter(header: provider.header, format: provider.format),
                 configuration: provider
             )
@@ -49,8 +56,14 @@ public final class CredentialRegistry: Sendable {
         return entries
     }
 
-    private static func source(for provider: ProviderConfiguration, limits: Limits) -> any CredentialSource {
+    private static func source(
+        for provider: ProviderConfiguration,
+        limits: Limits,
+        fetcher: UpstreamFetcher
+    ) -> any CredentialSource {
         switch provider.grant {
+        case .clientCredentials:
+            return ClientCredentialsSource(provider: provider, fetcher: fetcher, limits: limits)
         case .staticToken:
             if let token = provider.token {
                 return StaticCredentialSource(name: provider.name, secret: token)

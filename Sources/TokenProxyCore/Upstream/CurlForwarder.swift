@@ -12,7 +12,7 @@ public final class CurlForwarder: RouteForwarder {
     /// Creates a forwarder over `engine` for `configuration`'s providers.
     public init(configuration: ProxyConfiguration, engine: any CurlEngine) {
         self.engine = engine
-        self.credentials = CredentialRegistry(configuration: configuration)
+        self.credentials = CredentialRegistry(configuration: configuration, fetcher: UpstreamFetcher(engine: engine))
         self.limits = Mutex(configuration.limits)
     }
 

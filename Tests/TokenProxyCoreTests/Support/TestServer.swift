@@ -51,7 +51,7 @@ final class TestHTTPServer {
 
     init(
         settings: ConnectionSettings = ConnectionSettings(),
-        maxConnections: Int = 64,
+        maxConnections: Int = 1024,
         handler: any HTTPExchangeHandler
     ) throws {
         self.server = HTTPServer(

@@ -1,0 +1,153 @@
+import Dispatch
+import Foundation
+
+/// Sends token requests for one provider (RFC 6749 §3.2): the form body, client
+/// authentication, the provider's extra parameters and headers, and retries of transient
+/// failures (connect errors, timeouts, 5xx, 429) with exponential backoff and full jitter,
+/// honouring Retry-After, within the caller's deadline. Permanent OAuth errors
+/// (`invalid_client`, `invalid_grant`, …) are never retried.
+struct TokenEndpointClient: Sendable {
+    /// A successful answer and when its request was sent, for counting the expiry.
+    struct Issued: Sendable {
+        var response: TokenResponse
+        var sentAt: ContinuousClock.Instant
+    }
+
+    let provider: ProviderConfiguration
+    let fetcher: UpstreamFetcher
+    let connectTimeout: Double
+
+    private static let baseDelay = 0.25
+    private static let maximumDelay = 5.0
+
+    /// Requests a token with `parameters` (grant-specific), answering before `deadline`.
+    func request(
+        _ parameters: [(String, String)],
+        deadline: ContinuousClock.Instant,
+        completion: @escaping @Sendable (Result<Issued, ProxyError>) -> Void
+    ) {
+        guard let tokenURL = self.provider.tokenURL else {
+            completion(.failure(self.error("no token_url (discovery from issuer is not available in this version)")))
+            return
+        }
+        let request: UpstreamFetcher.Request
+        switch self.build(tokenURL: tokenURL, parameters: parameters, deadline: deadline) {
+        case .failure(let error):
+            completion(.failure(error))
+            return
+        case .success(let built):
+            request = built
+        }
+        self.attempt(request, number: 0, deadline: deadline, completion: completion)
+    }
+
+    private func attempt(
+        _ request: UpstreamFetcher.Request,
+        number: Int,
+        deadline: ContinuousClock.Instant,
+        completion: @escaping @Sendable (Result<Issued, ProxyError>) -> Void
+    ) {
+        let sentAt = ContinuousClock.now
+        var bounded = request
+        bounded.timeout = max(0.001, Double((deadline - sentAt).milliseconds) / 1000)
+        self.fetcher.fetch(bounded) { result in
+            let retryAfter: Double?
+            let failure: ProxyError
+            switch result {
+            case .failure(let transport):
+                retryAfter = nil
+                failure = self.error(transport.message)
+            case .success(let response):
+                switch TokenResponseParser.parse(status: response.status, body: response.body) {
+                case .success(let token):
+                    completion(.success(Issued(response: token, sentAt: sentAt)))
+                    return
+                case .failure(let endpointError):
+                    if endpointError.isPermanent {
+                        completion(.failure(self.error(endpointError.message)))
+                        return
+                    }
+                    retryAfter = Self.retryAfter(response)
+                    failure = self.error(endpointError.message)
+                }
+            }
+            // Full jitter: a random delay up to the exponential bound, so many proxies that
+            // failed together do not retry together.
+            let bound = min(Self.maximumDelay, Self.baseDelay * pow(2, Double(number)))
+            let delay = retryAfter ?? Double.random(in: 0...bound)
+            guard ContinuousClock.now + .milliseconds(Int64(delay * 1000)) < deadline else {
+                completion(.failure(failure))
+                return
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
+                self.attempt(request, number: number + 1, deadline: deadline, completion: completion)
+            }
+        }
+    }
+
+    /// Retry-After in seconds (RFC 9110 §10.2.3), on 429 and 503 answers.
+    private static func retryAfter(_ response: UpstreamResponse) -> Double? {
+        guard response.status == 429 || response.status == 503,
+            let value = response.headers.first("Retry-After"), let seconds = Double(value), seconds >= 0
+        else { return nil }
+        return seconds
+    }
+
+    private func build(
+        tokenURL: String,
+        parameters: [(String, String)],
+        deadline: ContinuousClock.Instant
+    ) -> Result<UpstreamFetcher.Request, ProxyError> {
+        var form = parameters
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        headers.add(name: "Accept", value: "application/json")
+        let clientID = self.provider.clientID ?? ""
+        let secret: String?
+        do {
+            secret = try self.provider.clientSecret?.resolve()
+        } catch {
+            return .failure(self.error("the client_secret cannot be read"))
+        }
+        switch self.provider.clientAuth {
+        case .clientSecretBasic:
+            // RFC 6749 §2.3.1: id and secret are form-encoded before Basic encoding.
+            let pair = FormEncoding.encode(clientID) + ":" + FormEncoding.encode(secret ?? "")
+            headers.add(name: "Authorization", value: "Basic " + Data(pair.utf8).base64EncodedString())
+        case .clientSecretPost:
+            form.append(("client_id", clientID))
+            form.append(("client_secret", secret ?? ""))
+        case .none:
+            if !clientID.isEmpty {
+                form.append(("client_id", clientID))
+            }
+        case .privateKeyJWT:
+            return .failure(self.error("private_key_jwt client authentication is not available in this version"))
+        }
+        for name in self.provider.tokenRequestParams.keys.sorted() {
+            if let value = self.provider.tokenRequestParams[name] {
+                form.append((name, value))
+            }
+        }
+        for name in self.provider.tokenRequestHeaders.keys.sorted() {
+            if let value = self.provider.tokenRequestHeaders[name] {
+                headers.replaceOrAdd(name: name, value: value)
+            }
+        }
+        return .success(
+            UpstreamFetcher.Request(
+                method: "POST",
+                url: tokenURL,
+                headers: headers,
+                body: Array(FormEncoding.encode(form).utf8),
+                allowPlainHTTP: self.provider.allowInsecureEndpoints,
+                caFile: self.provider.caFile,
+                connectTimeout: self.connectTimeout
+            )
+        )
+    }
+
+    private func error(_ message: String) -> ProxyError {
+        ProxyError(.tokenUnavailable, message, provider: self.provider.name)
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+
+/// A validated token endpoint answer (RFC 6749 §5.1), or the OAuth error it carried (§5.2).
+struct TokenResponse: Sendable, Equatable {
+    /// The access token.
+    var accessToken: String
+    /// Seconds until expiry, when the endpoint said.
+    var expiresIn: Double?
+    /// A refresh token, when issued.
+    var refreshToken: String?
+    /// The granted scope, when reported.
+    var scope: String?
+}
+
+/// Why a token endpoint answer was not a usable token.
+struct TokenEndpointError: Error, Sendable, Equatable {
+    /// The OAuth `error` code, when the endpoint sent one (`invalid_client`, …).
+    var error: String?
+    /// The `error_description`, when sent.
+    var description: String?
+    /// Our own explanation when the answer was malformed (HTML, truncated JSON, …).
+    var problem: String?
+    /// The HTTP status.
+    var status: Int
+
+    /// Errors a retry cannot fix (RFC 6749 §5.2): the request or the grant itself is wrong,
+    /// or a success answer was unusable (asking again gets the same page).
+    var isPermanent: Bool {
+        if (200..<300).contains(self.status) {
+            return true
+        }
+        switch self.error {
+        case "invalid_grant", "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope",
+            "invalid_request", "access_denied":
+            return true
+        default:
+            return self.status != 429 && self.status < 500 && self.error != nil
+        }
+    }
+
+    /// A message for the client's 502 body and the logs: the OAuth fields, never a token.
+    var message: String {
+        var parts: [String] = []
+        if let error = self.error { parts.append(error) }
+        if let description = self.description { parts.append(description) }
+        if let problem = self.problem { parts.append(problem) }
+        parts.append("(HTTP \(self.status))")
+        return "token endpoint: " + parts.joined(separator: ": ")
+    }
+}
+
+/// Checks a token endpoint answer as the SPEC's security rules ask: an HTML page, truncated
+/// JSON, a missing `access_token`, an unknown `token_type` or an absurd `expires_in` is a
+/// failure, so nothing wrong is ever cached or persisted.
+enum TokenResponseParser {
+    /// The longest lifetime believed: a year. Longer is a server bug, not a real token.
+    static let maximumExpiresIn: Double = 366 * 86400
+
+    static func parse(status: Int, body: [UInt8]) -> Result<TokenResponse, TokenEndpointError> {
+        let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
+        guard let object else {
+            let problem = body.isEmpty ? "empty answer" : "answer is not a JSON object"
+            return .failure(TokenEndpointError(problem: problem, status: status))
+        }
+        guard (200..<300).contains(status) else {
+            return .failure(
+                TokenEndpointError(
+                    error: object["error"] as? String ?? "server_error",
+                    description: object["error_description"] as? String,
+                    status: status
+                )
+            )
+        }
+        if let error = object["error"] as? String {
+            return .failure(
+                TokenEndpointError(error: error, description: object["error_description"] as? String, status: status)
+            )
+        }
+        guard let token = object["access_token"] as? String, !token.isEmpty else {
+            return .failure(TokenEndpointError(problem: "no access_token", status: status))
+        }
+        if let type = object["token_type"] {
+            // RFC 6750 bearer tokens only; "N_A" is what RFC 8693 exchanges may answer.
+            guard let type = type as? String, ["bearer", "n_a"].contains(type.lowercased()) else {
+                return .failure(TokenEndpointError(problem: "unsupported token_type", status: status))
+            }
+        }
+        var expiresIn: Double?
+        if let value = object["expires_in"], !(value is NSNull) {
+            let number = (value as? NSNumber)?.doubleValue ?? (value as? String).flatMap(Double.init)
+            guard let number, number > 0, number <= Self.maximumExpiresIn else {
+                return .failure(TokenEndpointError(problem: "expires_in is not a sensible lifetime", status: status))
+            }
+            expiresIn = number
+        }
+        return .success(
+            TokenResponse(
+                accessToken: token,
+                expiresIn: expiresIn,
+                refreshToken: object["refresh_token"] as? String,
+                scope: object["scope"] as? String
+            )
+        )
+    }
+}
+
+/// `application/x-www-form-urlencoded` (the WHATWG URL standard's serializer): what token
+/// requests carry, and what `client_secret_basic` encodes the id and secret with first
+/// (RFC 6749 §2.3.1).
+enum FormEncoding {
+    static func encode(_ value: String) -> String {
+        var output = ""
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "*"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                UInt8(ascii: "_"):
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: " "):
+                output += "+"
+            default:
+                output += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return output
+    }
+
+    static func encode(_ pairs: [(String, String)]) -> String {
+        pairs.map { "\(self.encode($0.0))=\(self.encode($0.1))" }.joined(separator: "&")
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - self.count)) + self
+    }
+}

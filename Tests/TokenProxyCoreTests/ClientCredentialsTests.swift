@@ -1,0 +1,165 @@
+import Foundation
+import Testing
+
+@testable import TokenProxyCore
+
+/// A proxy whose route uses a `client_credentials` provider at a fake authorization server.
+private final class OAuthFixture {
+    let auth: FakeAuthorizationServer
+    let forwarding: ForwardingFixture
+
+    init(extra: String = "", prepare: (FakeAuthorizationServer) -> Void = { _ in }) throws {
+        let auth = try FakeAuthorizationServer()
+        prepare(auth)
+        self.auth = auth
+        setenv("TOKENPROXY_TEST_CC_SECRET", "s3cr3t:&+", 1)
+        self.forwarding = try ForwardingFixture(
+            provider: """
+                {"grant": "client_credentials", "token_url": "\(auth.tokenURL)", "allow_insecure_endpoints": true,
+                 "client_id": "proxy client", "client_secret": {"env": "TOKENPROXY_TEST_CC_SECRET"},
+                 "scopes": ["read", "write"], "audience": "https://api.example"\(extra)}
+                """
+        )
+    }
+
+    func get() throws -> TestClient.Response {
+        let client = try self.forwarding.client()
+        try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        return try client.readResponse()
+    }
+}
+
+struct ClientCredentialsTests {
+    @Test func theTokenIsFetchedSentAndCached() throws {
+        let fixture = try OAuthFixture()
+        #expect(try fixture.get().status == 200)
+        #expect(try fixture.get().status == 200)
+        #expect(fixture.auth.requests.count == 1)
+        let seen = try #require(fixture.auth.requests.first)
+        #expect(seen.form["grant_type"] == "client_credentials")
+        #expect(seen.form["scope"] == "read write")
+        #expect(seen.form["audience"] == "https://api.example")
+        #expect(seen.form["client_secret"] == nil)
+        #expect(seen.accept == "application/json")
+        // RFC 6749 §2.3.1: form-encode id and secret, then Basic.
+        let expected = Data("proxy+client:s3cr3t%3A%26%2B".utf8).base64EncodedString()
+        #expect(seen.authorization == "Basic \(expected)")
+        let upstreamSaw = fixture.forwarding.upstream.requests.map { $0.headers.first("Authorization") }
+        #expect(upstreamSaw == ["Bearer issued-1", "Bearer issued-1"])
+    }
+
+    @Test func clientSecretPostPutsTheCredentialsInTheForm() throws {
+        let fixture = try OAuthFixture(
+            extra: #", "client_auth": "client_secret_post", "token_request_params": {"tenant": "t1"}"#
+        )
+        #expect(try fixture.get().status == 200)
+        let seen = try #require(fixture.auth.requests.first)
+        #expect(seen.authorization == nil)
+        #expect(seen.form["client_id"] == "proxy client")
+        #expect(seen.form["client_secret"] == "s3cr3t:&+")
+        #expect(seen.form["tenant"] == "t1")
+    }
+
+    @Test func twoHundredConcurrentRequestsAtAColdStartMakeOneTokenRequest() throws {
+        let fixture = try OAuthFixture { $0.delay = 0.5 }
+        var clients: [TestClient] = []
+        for _ in 0..<200 {
+            let client = try fixture.forwarding.client()
+            try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            clients.append(client)
+        }
+        let statuses = try clients.map { try $0.readResponse().status }
+        #expect(statuses.allSatisfy { $0 == 200 })
+        #expect(fixture.auth.requests.count == 1)
+    }
+
+    @Test func transientFailuresAreRetried() throws {
+        let fixture = try OAuthFixture {
+            $0.enqueue(
+                .init(status: 503, body: #"{"error": "temporarily_unavailable"}"#),
+                .init(status: 429, body: #"{"error": "slow_down"}"#, headers: [("Retry-After", "0")]),
+                .init(status: 500, body: "<html>oops</html>")
+            )
+        }
+        #expect(try fixture.get().status == 200)
+        #expect(fixture.auth.requests.count == 4)
+    }
+
+    @Test func invalidClientIsNotRetriedAndIsReported() throws {
+        let fixture = try OAuthFixture {
+            $0.enqueue(.init(status: 401, body: #"{"error": "invalid_client", "error_description": "unknown client"}"#))
+        }
+        let response = try fixture.get()
+        #expect(response.status == 502)
+        #expect(response.header("X-Tokenproxy-Error") == "token_unavailable")
+        #expect(response.bodyText.contains("invalid_client"))
+        #expect(response.bodyText.contains("unknown client"))
+        #expect(response.bodyText.contains(#""provider":"svc""#))
+        #expect(fixture.auth.requests.count == 1)
+        #expect(fixture.forwarding.upstream.requests.isEmpty)
+    }
+
+    @Test(arguments: [
+        "<html><body>Login</body></html>",
+        #"{"access_token": "abc", "token_type": "Bearer""#,
+        #"{"token_type": "Bearer", "expires_in": 3600}"#,
+        #"{"access_token": "abc", "token_type": "MAC"}"#,
+        #"{"access_token": "abc", "token_type": "Bearer", "expires_in": 99999999999}"#,
+        #"{"access_token": "abc", "token_type": "Bearer", "expires_in": -1}"#,
+    ])
+    func unusableAnswersAreFailuresAndNothingIsCached(body: String) throws {
+        let fixture = try OAuthFixture(extra: #", "refresh_skew_seconds": 1"#) {
+            // The bad answer is the only one the fake gives within the wait: permanent or
+            // not, the client gets 502 and no bad token is ever sent upstream.
+            $0.enqueue(Array(repeating: FakeAuthorizationServer.Answer(status: 200, body: body), count: 40))
+        }
+        let response = try fixture.get()
+        #expect(response.status == 502)
+        #expect(response.header("X-Tokenproxy-Error") == "token_unavailable")
+        #expect(fixture.forwarding.upstream.requests.isEmpty)
+    }
+
+    @Test func anExpiringTokenIsRenewed() throws {
+        // A lifetime inside the refresh skew: every request needs a new token.
+        let fixture = try OAuthFixture { $0.expiresIn = 30 }
+        #expect(try fixture.get().status == 200)
+        #expect(try fixture.get().status == 200)
+        #expect(fixture.auth.requests.count == 2)
+        let sent = fixture.forwarding.upstream.requests.map { $0.headers.first("Authorization") }
+        #expect(sent == ["Bearer issued-1", "Bearer issued-2"])
+    }
+}
+
+struct TokenResponseParserTests {
+    @Test func aGoodAnswer() throws {
+        let body = Array(
+            #"{"access_token":"t","token_type":"bearer","expires_in":"120","refresh_token":"r","scope":"a"}"#.utf8
+        )
+        let token = try TokenResponseParser.parse(status: 200, body: body).get()
+        #expect(token == TokenResponse(accessToken: "t", expiresIn: 120, refreshToken: "r", scope: "a"))
+    }
+
+    @Test func oauthErrorsArePermanentOrNot() {
+        func error(_ status: Int, _ body: String) -> TokenEndpointError? {
+            if case .failure(let error) = TokenResponseParser.parse(status: status, body: Array(body.utf8)) {
+                return error
+            }
+            return nil
+        }
+        #expect(error(400, #"{"error":"invalid_grant"}"#)?.isPermanent == true)
+        #expect(error(401, #"{"error":"invalid_client"}"#)?.isPermanent == true)
+        #expect(error(400, #"{"error":"unauthorized_client"}"#)?.isPermanent == true)
+        #expect(error(503, #"{"error":"temporarily_unavailable"}"#)?.isPermanent == false)
+        #expect(error(429, #"{"error":"slow_down"}"#)?.isPermanent == false)
+        #expect(error(502, "<html>bad gateway</html>")?.isPermanent == false)
+    }
+
+    @Test func formEncodingFollowsTheURLStandard() {
+        #expect(FormEncoding.encode("a b+c/d:e&f=g~h*i-j.k_l") == "a+b%2Bc%2Fd%3Ae%26f%3Dg%7Eh*i-j.k_l")
+        #expect(FormEncoding.encode("caf\u{e9}") == "caf%C3%A9")
+        #expect(
+            FormEncoding.encode([("grant_type", "client_credentials"), ("scope", "a b")])
+                == "grant_type=client_credentials&scope=a+b"
+        )
+    }
+}

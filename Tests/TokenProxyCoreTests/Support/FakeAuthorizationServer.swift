@@ -1,0 +1,97 @@
+import Foundation
+import TokenProxyCore
+
+/// An in-process OAuth 2 token endpoint with fault injection: scripted answers are served
+/// in order, then every request gets a fresh token `issued-N`.
+final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
+    struct Answer {
+        var status: Int
+        var body: String
+        var headers: [(String, String)] = []
+        var delay: Double = 0
+    }
+
+    struct Seen {
+        var form: [String: String]
+        var authorization: String?
+        var accept: String?
+    }
+
+    private let lock = NSLock()
+    private var script: [Answer] = []
+    private var seen: [Seen] = []
+    private var issued = 0
+    private var server: TestHTTPServer?
+    private(set) var port: UInt16 = 0
+    /// Lifetime of the default tokens.
+    var expiresIn = 3600
+    /// Delay of the default answers.
+    var delay: Double = 0
+
+    init() throws {
+        self.server = try TestHTTPServer(handler: self)
+        self.port = self.server?.port ?? 0
+    }
+
+    var tokenURL: String { "http://127.0.0.1:\(self.port)/token" }
+    var requests: [Seen] { self.lock.withLock { self.seen } }
+
+    func enqueue(_ answers: Answer...) {
+        self.enqueue(answers)
+    }
+
+    func enqueue(_ answers: [Answer]) {
+        self.lock.withLock { self.script += answers }
+    }
+
+    func handle(_ exchange: HTTPExchange) {
+        var body: [UInt8] = []
+        exchange.readBody { [self] event in
+            switch event {
+            case .bytes(let bytes):
+                body += bytes
+            case .end:
+                var form: [String: String] = [:]
+                for pair in String(decoding: body, as: UTF8.self).split(separator: "&") {
+                    let parts = pair.split(separator: "=", maxSplits: 1).map {
+                        String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
+                    }
+                    form[parts[0]] = parts.count > 1 ? parts[1] : ""
+                }
+                let answer = self.lock.withLock { () -> Answer in
+                    self.seen.append(
+                        Seen(
+                            form: form,
+                            authorization: exchange.head.headers.first("Authorization"),
+                            accept: exchange.head.headers.first("Accept")
+                        )
+                    )
+                    if !self.script.isEmpty {
+                        return self.script.removeFirst()
+                    }
+                    self.issued += 1
+                    return Answer(
+                        status: 200,
+                        body:
+                            #"{"access_token": "issued-\#(self.issued)", "token_type": "Bearer", "expires_in": \#(self.expiresIn)}"#,
+                        delay: self.delay
+                    )
+                }
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Type", value: "application/json")
+                for (name, value) in answer.headers {
+                    headers.add(name: name, value: value)
+                }
+                let response = HTTPResponse(status: answer.status, headers: headers, body: Array(answer.body.utf8))
+                if answer.delay > 0 {
+                    let bound = QueueBound(exchange, queue: exchange.queue)
+                    DispatchQueue.global().asyncAfter(deadline: .now() + answer.delay) {
+                        bound.execute { $0.respond(response) }
+                    }
+                } else {
+                    exchange.respond(response)
+                }
+            }
+        }
+    }
+}
