@@ -8,7 +8,7 @@ private final class OAuthFixture {
     let auth: FakeAuthorizationServer
     let forwarding: ForwardingFixture
 
-    init(extra: String = "", prepare: (FakeAuthorizationServer) -> Void = { _ in }) throws {
+    init(extra: String = "", route: String = "", prepare: (FakeAuthorizationServer) -> Void = { _ in }) throws {
         let auth = try FakeAuthorizationServer()
         prepare(auth)
         self.auth = auth
@@ -18,13 +18,21 @@ private final class OAuthFixture {
                 {"grant": "client_credentials", "token_url": "\(auth.tokenURL)", "allow_insecure_endpoints": true,
                  "client_id": "proxy client", "client_secret": {"env": "TOKENPROXY_TEST_CC_SECRET"},
                  "scopes": ["read", "write"], "audience": "https://api.example"\(extra)}
-                """
+                """,
+            route: route
         )
     }
 
-    func get() throws -> TestClient.Response {
+    func get(_ path: String = "/api/echo") throws -> TestClient.Response {
         let client = try self.forwarding.client()
-        try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        try client.send("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        return try client.readResponse()
+    }
+
+    func post(_ path: String, body: [UInt8]) throws -> TestClient.Response {
+        let client = try self.forwarding.client()
+        try client.send("POST \(path) HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(body.count)\r\n\r\n")
+        try client.send(body)
         return try client.readResponse()
     }
 }
@@ -127,6 +135,101 @@ struct ClientCredentialsTests {
         #expect(fixture.auth.requests.count == 2)
         let sent = fixture.forwarding.upstream.requests.map { $0.headers.first("Authorization") }
         #expect(sent == ["Bearer issued-1", "Bearer issued-2"])
+    }
+}
+
+/// Behaviour 6: a 401 from the upstream re-authorizes once and replays.
+struct UnauthorizedReplayTests {
+    @Test func aRevokedTokenIsReplacedAndTheRequestReplayed() throws {
+        let fixture = try OAuthFixture()
+        #expect(try fixture.get("/api/protected").status == 200)
+        fixture.forwarding.upstream.revoke("Bearer issued-1")
+        let response = try fixture.get("/api/protected")
+        #expect(response.status == 200)
+        #expect(response.bodyText == "protected ok\n")
+        #expect(fixture.auth.requests.count == 2)
+        let sent = fixture.forwarding.upstream.requests.map { $0.headers.first("Authorization") }
+        #expect(sent == ["Bearer issued-1", "Bearer issued-1", "Bearer issued-2"])
+        // The new token is cached: no further token request.
+        #expect(try fixture.get("/api/protected").status == 200)
+        #expect(fixture.auth.requests.count == 2)
+    }
+
+    @Test func aReplayCarriesTheSameBody() throws {
+        let fixture = try OAuthFixture()
+        #expect(try fixture.get("/api/echo").status == 200)
+        fixture.forwarding.upstream.revoke("Bearer issued-1")
+        let body = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        let response = try fixture.post("/api/protected", body: body)
+        #expect(response.status == 200)
+        let digests = fixture.forwarding.upstream.requests.suffix(2).map(\.bodySHA256)
+        #expect(Set(digests).count == 1)
+        #expect(response.header("X-Body-SHA256") == digests.first)
+    }
+
+    @Test func aBodyLargerThanTheReplayBufferIsNotReplayed() throws {
+        let fixture = try OAuthFixture()
+        #expect(try fixture.get("/api/echo").status == 200)
+        fixture.forwarding.upstream.revoke("Bearer issued-1")
+        let response = try fixture.post("/api/protected", body: [UInt8](repeating: 7, count: 2 * 1024 * 1024))
+        #expect(response.status == 401)
+        #expect(response.header("WWW-Authenticate") == #"Bearer error="invalid_token""#)
+        #expect(fixture.auth.requests.count == 1)
+    }
+
+    @Test func aSecond401GoesToTheClient() throws {
+        let fixture = try OAuthFixture()
+        fixture.forwarding.upstream.refuseAllTokens()
+        let response = try fixture.get("/api/protected")
+        #expect(response.status == 401)
+        #expect(response.bodyText == "revoked\n")
+        #expect(fixture.auth.requests.count == 2)
+        #expect(fixture.forwarding.upstream.requests.count == 2)
+    }
+
+    @Test func insufficientScopeNeverRefreshes() throws {
+        let fixture = try OAuthFixture()
+        #expect(try fixture.get("/api/status/403").status == 403)
+        #expect(try fixture.get("/api/status/403").status == 403)
+        #expect(fixture.auth.requests.count == 1)
+    }
+
+    @Test func routesWithRetryOffPassThe401() throws {
+        let fixture = try OAuthFixture(route: #", "retry_on_401": false"#)
+        fixture.forwarding.upstream.refuseAllTokens()
+        #expect(try fixture.get("/api/protected").status == 401)
+        #expect(fixture.auth.requests.count == 1)
+    }
+}
+
+struct ReplayStateMachineTests {
+    @Test func replaysOnceWhenTheBodyIsComplete() {
+        var machine = ReplayStateMachine(enabled: true, limit: 10, hasBody: true)
+        machine.bodyReceived(4)
+        #expect(machine.unauthorized() == .relay)  // body not complete yet
+        var complete = ReplayStateMachine(enabled: true, limit: 10, hasBody: true)
+        complete.bodyReceived(10)
+        complete.bodyEnded()
+        #expect(complete.unauthorized() == .replay)
+        #expect(complete.unauthorized() == .relay)
+    }
+
+    @Test func aBodyOverTheLimitIsNeverReplayed() {
+        var machine = ReplayStateMachine(enabled: true, limit: 10, hasBody: true)
+        machine.bodyReceived(11)
+        #expect(!machine.keepsBody)
+        machine.bodyEnded()
+        #expect(machine.unauthorized() == .relay)
+    }
+
+    @Test func disabledNeverReplays() {
+        var machine = ReplayStateMachine(enabled: false, limit: 10, hasBody: false)
+        #expect(machine.unauthorized() == .relay)
+    }
+
+    @Test func noBodyReplaysAtOnce() {
+        var machine = ReplayStateMachine(enabled: true, limit: 0, hasBody: false)
+        #expect(machine.unauthorized() == .replay)
     }
 }
 

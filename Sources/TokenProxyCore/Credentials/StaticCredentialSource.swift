@@ -10,6 +10,9 @@ public struct StaticCredentialSource: CredentialSource {
         self.secret = secret
     }
 
+    /// A fixed token cannot be renewed: a 401 goes to the client.
+    public var canRenew: Bool { false }
+
     /// The secret's current value.
     public func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
         do {

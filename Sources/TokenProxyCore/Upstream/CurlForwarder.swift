@@ -37,38 +37,69 @@ public final class CurlForwarder: RouteForwarder {
             )
             return
         }
-
-        guard let providerName = route.provider else {
-            self.start(exchange, match: match, base: base, url: url, credential: nil, logger: logger)
-            return
-        }
-        guard let entry = self.credentials.entry(providerName) else {
-            exchange.respond(
-                ErrorResponse.response(
-                    for: ProxyError(.tokenUnavailable, "unknown provider", route: route.name, provider: providerName)
+        let limits = self.limits.withLock { $0 }
+        let hasBody = exchange.head.framing != .none && exchange.head.framing != .contentLength(0)
+        var entry: CredentialRegistry.Entry?
+        if let providerName = route.provider {
+            guard let found = self.credentials.entry(providerName) else {
+                exchange.respond(
+                    ErrorResponse.response(
+                        for: ProxyError(
+                            .tokenUnavailable,
+                            "unknown provider",
+                            route: route.name,
+                            provider: providerName
+                        )
+                    )
                 )
-            )
+                return
+            }
+            // A client that brought its own credential on a `keep` route gets nothing injected.
+            if !(route.incomingAuthorization == .keep && exchange.head.headers.contains(found.formatter.header)) {
+                entry = found
+            }
+        }
+        let attempt = ForwardingAttempt(
+            match: match,
+            base: base,
+            url: url,
+            entry: entry,
+            replay: ReplayStateMachine(
+                enabled: route.retryOn401 && entry?.source.canRenew == true,
+                limit: limits.replayBufferBytes,
+                hasBody: hasBody
+            ),
+            logger: logger
+        )
+        self.obtainCredentialAndStart(exchange, attempt: attempt, limits: limits)
+    }
+
+    private func obtainCredentialAndStart(_ exchange: HTTPExchange, attempt: ForwardingAttempt, limits: Limits) {
+        guard let entry = attempt.entry else {
+            self.start(exchange, attempt: attempt, credential: nil, limits: limits)
             return
         }
-        if route.incomingAuthorization == .keep, exchange.head.headers.contains(entry.formatter.header) {
-            // The client brought its own credential: it passes untouched, nothing is injected.
-            self.start(exchange, match: match, base: base, url: url, credential: nil, logger: logger)
-            return
-        }
+        let route = attempt.match.route
         let bound = QueueBound(exchange, queue: exchange.queue)
+        let boundAttempt = QueueBound(attempt, queue: exchange.queue)
+        let logger = attempt.logger
         entry.source.token { [self] result in
             bound.execute { exchange in
                 guard !exchange.isComplete else { return }
-                let credential = result.flatMap { entry.formatter.header(for: $0, provider: providerName) }
-                switch credential {
-                case .success(let header):
-                    self.start(exchange, match: match, base: base, url: url, credential: header, logger: logger)
+                let attempt = boundAttempt.value
+                switch result.flatMap({ token in
+                    entry.formatter.header(for: token, provider: entry.configuration.name).map { (token, $0) }
+                }) {
+                case .success(let (token, header)):
+                    attempt.token = token
+                    self.start(exchange, attempt: attempt, credential: header, limits: limits)
                 case .failure(var error):
                     error.route = route.name
                     logger.warning(
                         "no credential",
                         metadata: [
-                            "provider": "\(providerName)", "error": "\(error.code)", "reason": "\(error.message)",
+                            "provider": "\(entry.configuration.name)", "error": "\(error.code)",
+                            "reason": "\(error.message)",
                         ]
                     )
                     exchange.respond(ErrorResponse.response(for: error))
@@ -79,18 +110,16 @@ public final class CurlForwarder: RouteForwarder {
 
     private func start(
         _ exchange: HTTPExchange,
-        match: Router.Match,
-        base: UpstreamURL.Base,
-        url: String,
+        attempt: ForwardingAttempt,
         credential: UpstreamRequestBuilder.Credential?,
-        logger: Logger
+        limits: Limits
     ) {
-        let route = match.route
-        let limits = self.limits.withLock { $0 }
+        let route = attempt.match.route
+        let logger = attempt.logger
         let request = UpstreamRequestBuilder.build(
             head: exchange.head,
-            match: match,
-            url: url,
+            match: attempt.match,
+            url: attempt.url,
             credential: credential,
             clientAddress: exchange.remoteAddress
         )
@@ -113,7 +142,24 @@ public final class CurlForwarder: RouteForwarder {
             connectTimeout: limits.upstreamConnectTimeoutSeconds,
             firstByteTimeout: route.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds
         )
-        let sink = ExchangeSink(exchange: QueueBound(exchange, queue: exchange.queue)) { outcome in
+        let bound = QueueBound(exchange, queue: exchange.queue)
+        // Weak: the attempt holds the transfer, which holds this sink.
+        let weakAttempt = QueueBound(WeakReference(attempt), queue: exchange.queue)
+        let sink = ExchangeSink(
+            exchange: bound,
+            interceptUnauthorized: { weakAttempt.value.object?.replayOnUnauthorized() ?? false },
+            onSwallowedResponseEnd: { [self] in
+                // Runs on the exchange's queue once the refused answer was drained.
+                bound.execute { exchange in
+                    guard let attempt = weakAttempt.value.object, !exchange.isComplete else { return }
+                    if let token = attempt.token {
+                        attempt.entry?.source.invalidate(token)
+                    }
+                    logger.info("replaying after 401", metadata: ["route": "\(route.name)"])
+                    self.obtainCredentialAndStart(exchange, attempt: attempt, limits: limits)
+                }
+            }
+        ) { outcome in
             if case .failed(let error) = outcome {
                 logger.warning("upstream failed", metadata: ["error": "\(error.code)", "reason": "\(error.message)"])
             }
@@ -122,25 +168,17 @@ public final class CurlForwarder: RouteForwarder {
             request: request,
             options: options,
             sink: sink,
-            relay: CurlTransfer.Relay(match: match, base: base),
+            relay: CurlTransfer.Relay(match: attempt.match, base: attempt.base),
             route: route.name,
             provider: route.provider
         )
         let engine = self.engine
-        exchange.onClose = { engine.cancel(transfer) }
-        if request.body != .none {
-            exchange.readBody { [weak exchange] event in
-                guard let exchange else { return }
-                switch event {
-                case .bytes(let bytes):
-                    if transfer.appendBody(bytes) {
-                        exchange.pauseBody()
-                    }
-                case .end:
-                    transfer.endBody()
-                }
-            }
+        // The exchange owns the attempt until it ends (its callbacks are dropped then).
+        exchange.onClose = { [attempt] in
+            _ = attempt
+            engine.cancel(transfer)
         }
+        attempt.attach(transfer, exchange: exchange)
         engine.add(transfer)
     }
 
@@ -151,5 +189,96 @@ public final class CurlForwarder: RouteForwarder {
         let base = try UpstreamURL.parseBase(upstream)
         self.bases.withLock { $0[upstream] = base }
         return base
+    }
+}
+
+/// One client request across its upstream attempts (the first, and at most one replay after
+/// a 401): the token used, the body kept for a replay, and the transfer being fed.
+/// Confined to the exchange's queue.
+final class ForwardingAttempt {
+    let match: Router.Match
+    let base: UpstreamURL.Base
+    let url: String
+    let entry: CredentialRegistry.Entry?
+    let logger: Logger
+    /// The token the current attempt was sent with.
+    var token: AccessToken?
+    private var replay: ReplayStateMachine
+    private var kept: [UInt8] = []
+    private var bodyComplete = false
+    private var transfer: CurlTransfer?
+
+    init(
+        match: Router.Match,
+        base: UpstreamURL.Base,
+        url: String,
+        entry: CredentialRegistry.Entry?,
+        replay: ReplayStateMachine,
+        logger: Logger
+    ) {
+        self.match = match
+        self.base = base
+        self.url = url
+        self.entry = entry
+        self.replay = replay
+        self.logger = logger
+    }
+
+    /// The client's body: fed to the current transfer and, while replay is possible, kept.
+    func receivedBody(_ event: RequestBodyEvent, exchange: HTTPExchange) {
+        switch event {
+        case .bytes(let bytes):
+            if self.replay.keepsBody {
+                self.replay.bodyReceived(bytes.count)
+                if self.replay.keepsBody {
+                    self.kept += bytes
+                } else {
+                    self.kept = []
+                }
+            }
+            if let transfer = self.transfer, transfer.appendBody(bytes) {
+                exchange.pauseBody()
+            }
+        case .end:
+            self.bodyComplete = true
+            self.replay.bodyEnded()
+            self.transfer?.endBody()
+        }
+    }
+
+    /// A new transfer takes over. The first one starts reading the client's body (nothing is
+    /// read while the credential is being obtained); a replay gets the kept body at once.
+    func attach(_ transfer: CurlTransfer, exchange: HTTPExchange) {
+        let replaying = self.transfer != nil
+        self.transfer = transfer
+        if replaying {
+            _ = transfer.appendBody(self.kept)
+            self.kept = []
+            if self.bodyComplete {
+                transfer.endBody()
+            }
+        } else if transfer.request.body != .none {
+            exchange.readBody { [weak exchange, weak self] event in
+                guard let exchange, let self else { return }
+                self.receivedBody(event, exchange: exchange)
+            }
+        }
+    }
+
+    /// The upstream answered 401: whether to swallow it and replay.
+    func replayOnUnauthorized() -> Bool {
+        self.replay.unauthorized() == .replay
+    }
+}
+
+@available(*, unavailable)
+extension ForwardingAttempt: Sendable {}
+
+/// A weak reference, for closures that must not keep their target alive.
+final class WeakReference<Object: AnyObject> {
+    weak var object: Object?
+
+    init(_ object: Object) {
+        self.object = object
     }
 }

@@ -10,6 +10,7 @@ import TokenProxyCore
 /// - `/redirect-external`, `/redirect-internal`: 302 to another host, or into its own base path.
 /// - `/status/N`: answers status N with a small body.
 /// - `/silent`: never answers.
+/// - `/protected`: 401 for revoked tokens (``revoke(_:)``, ``refuseAllTokens()``), else 200.
 final class FakeUpstream: HTTPExchangeHandler, @unchecked Sendable {
     struct Recorded {
         var method: String
@@ -23,6 +24,18 @@ final class FakeUpstream: HTTPExchangeHandler, @unchecked Sendable {
     private var recordedRequests: [Recorded] = []
     private var abortedExchanges = 0
     private var held: [HTTPExchange] = []
+    private var revoked: Set<String> = []
+    private var refuseEveryToken = false
+
+    /// Makes `/protected…` answer 401 to this Authorization value from now on.
+    func revoke(_ authorization: String) {
+        self.lock.withLock { _ = self.revoked.insert(authorization) }
+    }
+
+    /// Makes `/protected…` answer 401 to every token.
+    func refuseAllTokens() {
+        self.lock.withLock { self.refuseEveryToken = true }
+    }
     private(set) var port: UInt16 = 0
     private var server: TestHTTPServer?
 
@@ -87,6 +100,17 @@ final class FakeUpstream: HTTPExchangeHandler, @unchecked Sendable {
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "text/plain")
             exchange.respond(HTTPResponse(status: status, headers: headers, body: Array("status \(status)\n".utf8)))
+        case "protected":
+            let authorization = exchange.head.headers.first("Authorization") ?? ""
+            let refused = self.lock.withLock { self.refuseEveryToken || self.revoked.contains(authorization) }
+            var headers = HTTPHeaders()
+            if refused {
+                headers.add(name: "WWW-Authenticate", value: #"Bearer error="invalid_token""#)
+                exchange.respond(HTTPResponse(status: 401, headers: headers, body: Array("revoked\n".utf8)))
+            } else {
+                headers.add(name: "X-Body-SHA256", value: digest)
+                exchange.respond(HTTPResponse(status: 200, headers: headers, body: Array("protected ok\n".utf8)))
+            }
         case "silent":
             self.lock.withLock { self.held.append(exchange) }
         default:
