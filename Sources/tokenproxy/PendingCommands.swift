@@ -50,12 +50,3 @@ struct StatusCommand: PendingCommand {
     )
     @OptionGroup var options: ConfigOption
 }
-
-/// `tokenproxy demo`.
-struct DemoCommand: PendingCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "demo",
-        abstract: "Run a built-in authorization server and upstream with the proxy in front."
-    )
-    @OptionGroup var options: ConfigOption
-}

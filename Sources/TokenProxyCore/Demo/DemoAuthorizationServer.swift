@@ -1,0 +1,129 @@
+import Foundation
+import Synchronization
+
+/// The `tokenproxy demo` authorization server: a client-credentials token endpoint on
+/// loopback that issues short-lived random tokens, and can say whether a token is valid.
+/// For the demo only; it is not an OAuth server to deploy.
+public final class DemoAuthorizationServer: HTTPExchangeHandler, Sendable {
+    /// The demo client's id.
+    public let clientID = "demo-client"
+    /// The demo client's secret, random per run.
+    public let clientSecret: String
+    /// Seconds each token lives.
+    public let lifetime: Int
+    private let issued = Mutex<[String: ContinuousClock.Instant]>([:])
+    private let count = Mutex(0)
+
+    /// Creates the server with a fresh random secret.
+    public init(lifetime: Int = 30) {
+        self.clientSecret = DemoRandom.hex(16)
+        self.lifetime = lifetime
+    }
+
+    /// How many tokens were issued so far.
+    public var tokensIssued: Int { self.count.withLock { $0 } }
+
+    /// Whether `token` was issued here and has not expired.
+    public func isValid(_ token: String) -> Bool {
+        self.issued.withLock { issued in
+            guard let expiry = issued[token] else { return false }
+            return ContinuousClock.now < expiry
+        }
+    }
+
+    /// Answers `POST /token`.
+    public func handle(_ exchange: HTTPExchange) {
+        var body: [UInt8] = []
+        exchange.readBody { [self] event in
+            switch event {
+            case .bytes(let bytes):
+                if body.count < 65536 { body += bytes }
+            case .end:
+                exchange.respond(self.answer(exchange.head, form: String(decoding: body, as: UTF8.self)))
+            }
+        }
+    }
+
+    private func answer(_ head: HTTPRequestHead, form: String) -> HTTPResponse {
+        guard head.method == "POST", head.path == "/token" else {
+            return Self.json(404, ["error": "invalid_request", "error_description": "POST /token"])
+        }
+        var fields: [String: String] = [:]
+        for pair in form.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map {
+                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
+            }
+            fields[parts[0]] = parts.count > 1 ? parts[1] : ""
+        }
+        guard fields["grant_type"] == "client_credentials" else {
+            return Self.json(400, ["error": "unsupported_grant_type"])
+        }
+        let expected = "Basic " + Data("\(self.clientID):\(self.clientSecret)".utf8).base64EncodedString()
+        guard head.headers.first("Authorization") == expected else {
+            return Self.json(401, ["error": "invalid_client", "error_description": "unknown client or wrong secret"])
+        }
+        let token = DemoRandom.hex(24)
+        self.issued.withLock { issued in
+            let now = ContinuousClock.now
+            issued = issued.filter { $0.value > now }
+            issued[token] = now + .seconds(self.lifetime)
+        }
+        self.count.withLock { $0 += 1 }
+        return Self.json(200, ["access_token": token, "token_type": "Bearer", "expires_in": self.lifetime])
+    }
+
+    static func json(_ status: Int, _ object: [String: any Sendable]) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: "Cache-Control", value: "no-store")
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return HTTPResponse(status: status, headers: headers, body: [UInt8](data) + [UInt8(ascii: "\n")])
+    }
+}
+
+/// The `tokenproxy demo` upstream: an API that answers only requests bearing a token the demo
+/// authorization server issued, and 401 otherwise.
+public struct DemoUpstream: HTTPExchangeHandler {
+    private let authorization: DemoAuthorizationServer
+
+    /// Creates the upstream trusting `authorization`'s tokens.
+    public init(authorization: DemoAuthorizationServer) {
+        self.authorization = authorization
+    }
+
+    /// Answers any path.
+    public func handle(_ exchange: HTTPExchange) {
+        exchange.readBody { event in
+            guard case .end = event else { return }
+            let header = exchange.head.headers.first("Authorization") ?? ""
+            guard header.hasPrefix("Bearer "), self.authorization.isValid(String(header.dropFirst(7))) else {
+                var response = DemoAuthorizationServer.json(
+                    401,
+                    ["error": "invalid_token", "message": "this API needs a token from the demo authorization server"]
+                )
+                response.head.headers.add(name: "WWW-Authenticate", value: #"Bearer error="invalid_token""#)
+                exchange.respond(response)
+                return
+            }
+            exchange.respond(
+                DemoAuthorizationServer.json(
+                    200,
+                    [
+                        "message": "hello from the demo upstream",
+                        "method": exchange.head.method,
+                        "path": exchange.head.path,
+                        "tokens_issued_so_far": self.authorization.tokensIssued,
+                    ]
+                )
+            )
+        }
+    }
+}
+
+/// Random hex strings for demo secrets and tokens.
+enum DemoRandom {
+    static func hex(_ bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+}
