@@ -5,7 +5,7 @@ import Logging
 import TokenProxyCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `tokenproxy demo`: a self-contained run with a built-in authorization server and upstream.

@@ -62,8 +62,8 @@ public final class CredentialRegistry: Sendable {
         fetcher: UpstreamFetcher
     ) -> any CredentialSource {
         switch provider.grant {
-        case .clientCredentials:
-            return ClientCredentialsSource(provider: provider, fetcher: fetcher, limits: limits)
+        case .clientCredentials, .password, .refreshToken, .tokenExchange:
+            return OAuthGrantSource(provider: provider, fetcher: fetcher, limits: limits)
         case .staticToken:
             if let token = provider.token {
                 return StaticCredentialSource(name: provider.name, secret: token)

@@ -7,6 +7,13 @@ import Foundation
 /// honouring Retry-After, within the caller's deadline. Permanent OAuth errors
 /// (`invalid_client`, `invalid_grant`, …) are never retried.
 struct TokenEndpointClient: Sendable {
+    /// A failed token request: the client's error, and the OAuth `error` code when the
+    /// endpoint sent one (a grant reacts to `invalid_grant`).
+    struct Failure: Error, Sendable {
+        var error: ProxyError
+        var oauthError: String?
+    }
+
     /// A successful answer and when its request was sent, for counting the expiry.
     struct Issued: Sendable {
         var response: TokenResponse
@@ -24,16 +31,20 @@ struct TokenEndpointClient: Sendable {
     func request(
         _ parameters: [(String, String)],
         deadline: ContinuousClock.Instant,
-        completion: @escaping @Sendable (Result<Issued, ProxyError>) -> Void
+        completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
         guard let tokenURL = self.provider.tokenURL else {
-            completion(.failure(self.error("no token_url (discovery from issuer is not available in this version)")))
+            completion(
+                .failure(
+                    Failure(error: self.error("no token_url (discovery from issuer is not available in this version)"))
+                )
+            )
             return
         }
         let request: UpstreamFetcher.Request
         switch self.build(tokenURL: tokenURL, parameters: parameters, deadline: deadline) {
         case .failure(let error):
-            completion(.failure(error))
+            completion(.failure(Failure(error: error)))
             return
         case .success(let built):
             request = built
@@ -45,30 +56,30 @@ struct TokenEndpointClient: Sendable {
         _ request: UpstreamFetcher.Request,
         number: Int,
         deadline: ContinuousClock.Instant,
-        completion: @escaping @Sendable (Result<Issued, ProxyError>) -> Void
+        completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
         let sentAt = ContinuousClock.now
         var bounded = request
         bounded.timeout = max(0.001, Double((deadline - sentAt).milliseconds) / 1000)
         self.fetcher.fetch(bounded) { result in
             let retryAfter: Double?
-            let failure: ProxyError
+            let failure: Failure
             switch result {
             case .failure(let transport):
                 retryAfter = nil
-                failure = self.error(transport.message)
+                failure = Failure(error: self.error(transport.message))
             case .success(let response):
                 switch TokenResponseParser.parse(status: response.status, body: response.body) {
                 case .success(let token):
                     completion(.success(Issued(response: token, sentAt: sentAt)))
                     return
                 case .failure(let endpointError):
+                    failure = Failure(error: self.error(endpointError.message), oauthError: endpointError.error)
                     if endpointError.isPermanent {
-                        completion(.failure(self.error(endpointError.message)))
+                        completion(.failure(failure))
                         return
                     }
                     retryAfter = Self.retryAfter(response)
-                    failure = self.error(endpointError.message)
                 }
             }
             // Full jitter: a random delay up to the exponential bound, so many proxies that

@@ -1,0 +1,184 @@
+import Synchronization
+
+/// The machine grants that need no person: `client_credentials` (RFC 6749 §4.4),
+/// `password` (§4.3), `refresh_token` (§6) and `token_exchange` (RFC 8693).
+///
+/// Tokens are cached per provider; one request is in flight at a time and every request
+/// arriving meanwhile shares its result; expiry counts from when the request was sent.
+/// A rotated refresh token replaces the old one as soon as it arrives; an answer without
+/// one keeps the old one; `invalid_grant` on a refresh forgets it, and requests then get
+/// 401 `login_required` until a new one is configured or stored.
+final class OAuthGrantSource: CredentialSource {
+    private typealias Completion = @Sendable (Result<AccessToken, ProxyError>) -> Void
+
+    private let provider: ProviderConfiguration
+    private let client: TokenEndpointClient
+    private let tokenWait: Double
+    private let cache: Mutex<TokenCacheStateMachine<Completion>>
+    /// The refresh token in use: nil until first read from the config seed, `.some(nil)`
+    /// once `invalid_grant` made it unusable.
+    private let refreshToken = Mutex<String??>(nil)
+
+    init(provider: ProviderConfiguration, fetcher: UpstreamFetcher, limits: Limits) {
+        self.provider = provider
+        self.client = TokenEndpointClient(
+            provider: provider,
+            fetcher: fetcher,
+            connectTimeout: limits.upstreamConnectTimeoutSeconds
+        )
+        self.tokenWait = limits.tokenWaitSeconds
+        self.cache = Mutex(TokenCacheStateMachine(skew: .milliseconds(Int64(provider.refreshSkewSeconds * 1000))))
+    }
+
+    func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
+        switch self.cache.withLock({ $0.request(completion, now: .now) }) {
+        case .deliver(let token):
+            completion(.success(token))
+        case .wait:
+            break
+        case .startFetch:
+            self.fetch()
+        }
+    }
+
+    /// Forgets `token` if it is still the cached one.
+    func invalidate(_ token: AccessToken) {
+        self.cache.withLock { $0.invalidate(token) }
+    }
+
+    private func fetch() {
+        let parameters: [(String, String)]
+        switch self.parameters() {
+        case .failure(let error):
+            self.finish(.failure(error))
+            return
+        case .success(let built):
+            parameters = built
+        }
+        let deadline = ContinuousClock.now + .milliseconds(Int64(self.tokenWait * 1000))
+        let defaultExpiresIn = self.provider.defaultExpiresIn
+        let usedRefreshToken = parameters.first { $0.0 == "refresh_token" }?.1
+        self.client.request(parameters, deadline: deadline) { [self] result in
+            switch result {
+            case .success(let issued):
+                if let rotated = issued.response.refreshToken, self.provider.grant == .refreshToken {
+                    self.refreshToken.withLock { $0 = .some(rotated) }
+                }
+                let lifetime = issued.response.expiresIn ?? defaultExpiresIn
+                self.finish(
+                    .success(
+                        AccessToken(
+                            value: issued.response.accessToken,
+                            expiresAt: lifetime.map { issued.sentAt + .milliseconds(Int64($0 * 1000)) }
+                        )
+                    )
+                )
+            case .failure(let failure):
+                if failure.oauthError == "invalid_grant", let usedRefreshToken {
+                    // The refresh token is dead: forget it (unless another one replaced it).
+                    self.refreshToken.withLock { current in
+                        if current == .some(usedRefreshToken) || current == nil {
+                            current = .some(nil)
+                        }
+                    }
+                    var error = failure.error
+                    error.code = .loginRequired
+                    error.message =
+                        "the refresh token was refused (invalid_grant); run `tokenproxy login \(self.provider.name)`"
+                    self.finish(.failure(error))
+                } else {
+                    self.finish(.failure(failure.error))
+                }
+            }
+        }
+    }
+
+    private func finish(_ outcome: Result<AccessToken, ProxyError>) {
+        let waiters = self.cache.withLock { cache -> [Completion] in
+            switch outcome {
+            case .success(let token): return cache.fetchSucceeded(token)
+            case .failure: return cache.fetchFailed()
+            }
+        }
+        waiters.forEach { $0(outcome) }
+    }
+
+    /// The grant's own parameters plus the common ones.
+    private func parameters() -> Result<[(String, String)], ProxyError> {
+        var parameters: [(String, String)] = []
+        do {
+            switch self.provider.grant {
+            case .clientCredentials:
+                parameters.append(("grant_type", "client_credentials"))
+            case .password:
+                parameters.append(("grant_type", "password"))
+                parameters.append(("username", self.provider.username ?? ""))
+                parameters.append(("password", try self.provider.password?.resolve() ?? ""))
+            case .refreshToken:
+                guard let token = try self.currentRefreshToken() else {
+                    return .failure(
+                        ProxyError(
+                            .loginRequired,
+                            "no usable refresh token; run `tokenproxy login \(self.provider.name)`",
+                            provider: self.provider.name
+                        )
+                    )
+                }
+                parameters.append(("grant_type", "refresh_token"))
+                parameters.append(("refresh_token", token))
+            case .tokenExchange:
+                // RFC 8693 §2.1. The subject token is read for every exchange: a projected
+                // Kubernetes service-account token is rotated on disk.
+                parameters.append(("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"))
+                parameters.append(("subject_token", try self.provider.subjectToken?.resolve() ?? ""))
+                parameters.append(
+                    ("subject_token_type", self.provider.subjectTokenType ?? "urn:ietf:params:oauth:token-type:jwt")
+                )
+                if let actor = try self.provider.actorToken?.resolve() {
+                    parameters.append(("actor_token", actor))
+                    parameters.append(
+                        ("actor_token_type", self.provider.actorTokenType ?? "urn:ietf:params:oauth:token-type:jwt")
+                    )
+                }
+                if let requested = self.provider.requestedTokenType {
+                    parameters.append(("requested_token_type", requested))
+                }
+            default:
+                return .failure(
+                    ProxyError(.tokenUnavailable, "grant not handled here", provider: self.provider.name)
+                )
+            }
+        } catch {
+            return .failure(
+                ProxyError(
+                    .tokenUnavailable,
+                    error.problems.map(\.message).joined(separator: "; "),
+                    provider: self.provider.name
+                )
+            )
+        }
+        if !self.provider.scopes.isEmpty {
+            parameters.append(("scope", self.provider.scopes.joined(separator: " ")))
+        }
+        if let audience = self.provider.audience {
+            parameters.append(("audience", audience))
+        }
+        if let resource = self.provider.resource {
+            parameters.append(("resource", resource))
+        }
+        return .success(parameters)
+    }
+
+    private func currentRefreshToken() throws(ConfigurationError) -> String? {
+        if let known = self.refreshToken.withLock({ $0 }) {
+            return known
+        }
+        let seed = try self.provider.refreshToken?.resolve()
+        self.refreshToken.withLock { current in
+            if current == nil {
+                current = .some(seed)
+            }
+        }
+        return self.refreshToken.withLock { $0 } ?? nil
+    }
+}
