@@ -62,7 +62,7 @@ public final class CredentialRegistry: Sendable {
         fetcher: UpstreamFetcher
     ) -> any CredentialSource {
         switch provider.grant {
-        case .clientCredentials, .password, .refreshToken, .tokenExchange:
+        case .clientCredentials, .password, .refreshToken, .tokenExchange, .jwtBearer:
             return OAuthGrantSource(provider: provider, fetcher: fetcher, limits: limits)
         case .staticToken:
             if let token = provider.token {

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// The machine grants that need no person: `client_credentials` (RFC 6749 §4.4),
@@ -20,6 +21,11 @@ final class OAuthGrantSource: CredentialSource {
     private let refreshToken = Mutex<String??>(nil)
 
     init(provider: ProviderConfiguration, fetcher: UpstreamFetcher, limits: Limits) {
+        var provider = provider
+        if provider.tokenURL == nil, let file = provider.serviceAccountFile {
+            // A Google service-account key names its token endpoint.
+            provider.tokenURL = (try? ServiceAccountKey.load(file))?.tokenURI
+        }
         self.provider = provider
         self.client = TokenEndpointClient(
             provider: provider,
@@ -143,6 +149,13 @@ final class OAuthGrantSource: CredentialSource {
                 if let requested = self.provider.requestedTokenType {
                     parameters.append(("requested_token_type", requested))
                 }
+            case .jwtBearer:
+                // RFC 7523 §2.1: the assertion is the grant.
+                parameters.append(("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"))
+                switch self.jwtAssertion() {
+                case .success(let assertion): parameters.append(("assertion", assertion))
+                case .failure(let error): return .failure(error)
+                }
             default:
                 return .failure(
                     ProxyError(.tokenUnavailable, "grant not handled here", provider: self.provider.name)
@@ -160,13 +173,51 @@ final class OAuthGrantSource: CredentialSource {
         if !self.provider.scopes.isEmpty {
             parameters.append(("scope", self.provider.scopes.joined(separator: " ")))
         }
-        if let audience = self.provider.audience {
+        // For jwt_bearer, `audience` is the assertion's `aud`, not a form parameter.
+        if let audience = self.provider.audience, self.provider.grant != .jwtBearer {
             parameters.append(("audience", audience))
         }
         if let resource = self.provider.resource {
             parameters.append(("resource", resource))
         }
         return .success(parameters)
+    }
+
+    /// A fresh signed assertion: from a service-account key file (read each time, so a
+    /// rotated key is used), or from `key` with `issuer_claim`, `subject` and `audience`.
+    private func jwtAssertion() -> Result<String, ProxyError> {
+        let now = Int(Date().timeIntervalSince1970)
+        var claims: [String: any Sendable] = ["iat": now, "exp": now + 3600, "jti": DemoRandom.hex(16)]
+        let signer: JWTSigner
+        do {
+            if let file = self.provider.serviceAccountFile {
+                let key = try ServiceAccountKey.load(file)
+                signer = try JWTSigner(pem: key.privateKey, algorithm: .rs256, keyID: key.privateKeyID)
+                claims["iss"] = key.clientEmail
+                claims["sub"] = self.provider.subject ?? key.clientEmail
+                claims["aud"] = self.provider.audience ?? key.tokenURI ?? self.provider.tokenURL ?? ""
+                if !self.provider.scopes.isEmpty {
+                    // Google reads the scopes from the assertion.
+                    claims["scope"] = self.provider.scopes.joined(separator: " ")
+                }
+            } else {
+                let pem = try self.provider.key?.resolve() ?? ""
+                signer = try JWTSigner(pem: pem, algorithm: self.provider.jwtAlgorithm)
+                let issuer = self.provider.issuerClaim ?? ""
+                claims["iss"] = issuer
+                claims["sub"] = self.provider.subject ?? issuer
+                claims["aud"] = self.provider.audience ?? self.provider.tokenURL ?? ""
+            }
+            return .success(try signer.sign(claims))
+        } catch let error as ConfigurationError {
+            return .failure(self.failure(error.problems.map(\.message).joined(separator: "; ")))
+        } catch {
+            return .failure(self.failure("cannot sign the assertion: \(error)"))
+        }
+    }
+
+    private func failure(_ message: String) -> ProxyError {
+        ProxyError(.tokenUnavailable, message, provider: self.provider.name)
     }
 
     private func currentRefreshToken() throws(ConfigurationError) -> String? {

@@ -133,7 +133,21 @@ struct TokenEndpointClient: Sendable {
                 form.append(("client_id", clientID))
             }
         case .privateKeyJWT:
-            return .failure(self.error("private_key_jwt client authentication is not available in this version"))
+            // RFC 7523 §2.2: a short-lived assertion signed with the client's key.
+            do {
+                let pem = try self.provider.clientAssertionKey?.resolve() ?? ""
+                let signer = try JWTSigner(pem: pem, algorithm: self.provider.jwtAlgorithm)
+                let now = Int(Date().timeIntervalSince1970)
+                let assertion = try signer.sign([
+                    "iss": clientID, "sub": clientID, "aud": tokenURL, "iat": now, "exp": now + 300,
+                    "jti": DemoRandom.hex(16),
+                ])
+                form.append(("client_id", clientID))
+                form.append(("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"))
+                form.append(("client_assertion", assertion))
+            } catch {
+                return .failure(self.error("cannot make the client assertion: \(error)"))
+            }
         }
         for name in self.provider.tokenRequestParams.keys.sorted() {
             if let value = self.provider.tokenRequestParams[name] {
