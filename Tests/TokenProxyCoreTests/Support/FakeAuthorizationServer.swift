@@ -27,6 +27,14 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
     var expiresIn = 3600
     /// Delay of the default answers.
     var delay: Double = 0
+    /// The issuer the discovery document claims (defaults to this server's origin).
+    var claimedIssuer: String?
+    private var discoveryFetches = 0
+
+    /// How many times the discovery document was fetched.
+    var discoveryRequests: Int { self.lock.withLock { self.discoveryFetches } }
+
+    var origin: String { "http://127.0.0.1:\(self.port)" }
 
     init() throws {
         self.server = try TestHTTPServer(handler: self)
@@ -45,6 +53,17 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
     }
 
     func handle(_ exchange: HTTPExchange) {
+        if exchange.head.method == "GET", exchange.head.path == "/.well-known/openid-configuration" {
+            self.lock.withLock { self.discoveryFetches += 1 }
+            let document = """
+                {"issuer": "\(self.claimedIssuer ?? self.origin)", "token_endpoint": "\(self.tokenURL)",
+                 "authorization_endpoint": "\(self.origin)/authorize"}
+                """
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: "application/json")
+            exchange.respond(HTTPResponse(status: 200, headers: headers, body: Array(document.utf8)))
+            return
+        }
         var body: [UInt8] = []
         exchange.readBody { [self] event in
             switch event {

@@ -23,6 +23,24 @@ struct TokenEndpointClient: Sendable {
     let provider: ProviderConfiguration
     let fetcher: UpstreamFetcher
     let connectTimeout: Double
+    /// The provider's discovery document, when it names an `issuer` and no `token_url`.
+    let discovery: DiscoveryCache?
+
+    init(provider: ProviderConfiguration, fetcher: UpstreamFetcher, connectTimeout: Double) {
+        self.provider = provider
+        self.fetcher = fetcher
+        self.connectTimeout = connectTimeout
+        if provider.tokenURL == nil, let issuer = provider.issuer {
+            self.discovery = DiscoveryCache(
+                issuer: issuer,
+                allowPlainHTTP: provider.allowInsecureEndpoints,
+                caFile: provider.caFile,
+                fetcher: fetcher
+            )
+        } else {
+            self.discovery = nil
+        }
+    }
 
     private static let baseDelay = 0.25
     private static let maximumDelay = 5.0
@@ -34,13 +52,33 @@ struct TokenEndpointClient: Sendable {
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
         guard let tokenURL = self.provider.tokenURL else {
-            completion(
-                .failure(
-                    Failure(error: self.error("no token_url (discovery from issuer is not available in this version)"))
-                )
-            )
+            guard let discovery = self.discovery else {
+                completion(.failure(Failure(error: self.error("no token_url and no issuer to discover it from"))))
+                return
+            }
+            discovery.endpoints { result in
+                switch result {
+                case .success(let endpoints):
+                    guard let tokenURL = endpoints.tokenEndpoint else {
+                        completion(.failure(Failure(error: self.error("the issuer publishes no token_endpoint"))))
+                        return
+                    }
+                    self.request(parameters, tokenURL: tokenURL, deadline: deadline, completion: completion)
+                case .failure(let error):
+                    completion(.failure(Failure(error: self.error(error.message))))
+                }
+            }
             return
         }
+        self.request(parameters, tokenURL: tokenURL, deadline: deadline, completion: completion)
+    }
+
+    private func request(
+        _ parameters: [(String, String)],
+        tokenURL: String,
+        deadline: ContinuousClock.Instant,
+        completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
+    ) {
         let request: UpstreamFetcher.Request
         switch self.build(tokenURL: tokenURL, parameters: parameters, deadline: deadline) {
         case .failure(let error):
