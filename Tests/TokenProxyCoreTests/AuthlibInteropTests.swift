@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+
+@testable import TokenProxyCore
+
+/// The Authlib-based authorization server and API of `Tests/Interop/authlib_server.py`,
+/// started on a free loopback port for one test.
+private final class AuthlibServer {
+    let port: UInt16
+    private let process: Process
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    init() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Interop/authlib_server.py").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        // The first line is "READY <port>"; anything else means Authlib or Flask is missing
+        // (.ci/run installs them).
+        let handle = output.fileHandleForReading
+        var line = Data()
+        while let byte = try handle.read(upToCount: 1), let first = byte.first, first != UInt8(ascii: "\n") {
+            line.append(first)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("READY "), let port = UInt16(text.dropFirst(6)) else {
+            process.terminate()
+            throw Failure(description: "the Authlib server did not start (is authlib installed?): \(text)")
+        }
+        self.port = port
+    }
+
+    deinit {
+        // SIGKILL: a signal disposition inherited from the test runner may make the server
+        // ignore SIGTERM.
+        kill(self.process.processIdentifier, SIGKILL)
+        self.process.waitUntilExit()
+    }
+
+    var origin: String { "http://127.0.0.1:\(self.port)" }
+
+    func tokenRequests() throws -> Int {
+        let response = try fetchOverLoopback(.init(method: "GET", url: "\(self.origin)/stats", allowPlainHTTP: true))
+        let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+        return object?["token_requests"] as? Int ?? -1
+    }
+}
+
+/// One request through the proxy's own fetcher, waited for.
+private func fetchOverLoopback(_ request: UpstreamFetcher.Request) throws -> UpstreamResponse {
+    let result = Locked<Result<UpstreamResponse, ProxyError>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    UpstreamFetcher(engine: ForwardingFixture.engine).fetch(request) { outcome in
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+    done.wait()
+    guard let outcome = result.withLock({ $0 }) else { throw ProxyError(.upstreamUnreachable, "no answer") }
+    return try outcome.get()
+}
+
+/// tokenproxy against a real third-party OAuth 2 server implementation (Authlib, from PyPI).
+@Suite(.serialized)
+struct AuthlibInteropTests {
+    private func proxy(_ server: AuthlibServer, provider: String) throws -> TestProxy {
+        let json = """
+            {"providers": {"authlib": {"token_url": "\(server.origin)/oauth/token", "allow_insecure_endpoints": true,
+                                       "client_id": "interop-client", \(provider)}},
+             "routes": [{"path_prefix": "/api", "upstream": "\(server.origin)/api", "provider": "authlib",
+                         "allow_insecure_upstream": true}]}
+            """
+        let configuration = TestProxy.configuration(json)
+        return try TestProxy(
+            configuration,
+            forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine)
+        )
+    }
+
+    private func get(_ proxy: TestProxy) throws -> TestClient.Response {
+        let client = try proxy.client()
+        try client.send("GET /api/profile HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        return try client.readResponse()
+    }
+
+    @Test func clientCredentials() throws {
+        let server = try AuthlibServer()
+        let proxy = try self.proxy(
+            server,
+            provider: #""grant": "client_credentials", "client_secret": "interop-secret", "refresh_skew_seconds": 5"#
+        )
+        for _ in 0..<3 {
+            let response = try self.get(proxy)
+            #expect(response.status == 200)
+            #expect(response.bodyText.contains(#""path":"/profile""#))
+        }
+        #expect(try server.tokenRequests() == 1)
+    }
+
+    @Test func clientSecretPost() throws {
+        let server = try AuthlibServer()
+        let proxy = try self.proxy(
+            server,
+            provider:
+                #""grant": "client_credentials", "client_secret": "interop-secret", "client_auth": "client_secret_post""#
+        )
+        #expect(try self.get(proxy).status == 200)
+    }
+
+    @Test func aWrongSecretIsReportedAsInvalidClient() throws {
+        let server = try AuthlibServer()
+        let proxy = try self.proxy(server, provider: #""grant": "client_credentials", "client_secret": "wrong""#)
+        let response = try self.get(proxy)
+        #expect(response.status == 502)
+        #expect(response.bodyText.contains("invalid_client"))
+        #expect(try server.tokenRequests() == 1)
+    }
+
+    @Test func passwordGrant() throws {
+        let server = try AuthlibServer()
+        let proxy = try self.proxy(
+            server,
+            provider:
+                #""grant": "password", "client_secret": "interop-secret", "username": "alice", "password": "wonderland""#
+        )
+        let response = try self.get(proxy)
+        #expect(response.status == 200)
+        #expect(response.bodyText.contains(#""user":"alice""#))
+    }
+
+    @Test func refreshTokensRotateAndTheOldOneIsNeverReused() throws {
+        let server = try AuthlibServer()
+        // A seed refresh token from a password grant, as a login would have stored.
+        let seed = try Self.seedRefreshToken(server)
+        // Tokens live 30 s, inside the 60 s refresh skew: every request refreshes, and Authlib
+        // revokes each refresh token it replaces, so reusing one would fail.
+        let proxy = try self.proxy(
+            server,
+            provider: #""grant": "refresh_token", "client_secret": "interop-secret", "refresh_token": "\#(seed)""#
+        )
+        for _ in 0..<3 {
+            let response = try self.get(proxy)
+            #expect(response.status == 200)
+            #expect(response.bodyText.contains(#""user":"alice""#))
+        }
+        #expect(try server.tokenRequests() == 4)
+    }
+
+    private static func seedRefreshToken(_ server: AuthlibServer) throws -> String {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        headers.add(
+            name: "Authorization",
+            value: "Basic " + Data("interop-client:interop-secret".utf8).base64EncodedString()
+        )
+        let response = try fetchOverLoopback(
+            .init(
+                method: "POST",
+                url: "\(server.origin)/oauth/token",
+                headers: headers,
+                body: Array("grant_type=password&username=alice&password=wonderland".utf8),
+                allowPlainHTTP: true
+            )
+        )
+        let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+        return try #require(object?["refresh_token"] as? String)
+    }
+}
