@@ -18,6 +18,8 @@ struct TokenCacheStateMachine<Waiter> {
         case idle
         case fetching([Waiter])
         case valid(AccessToken)
+        /// A background refresh is running while the old token is still handed out.
+        case refreshing(AccessToken, [Waiter])
     }
 
     private var state: State = .idle
@@ -40,40 +42,70 @@ struct TokenCacheStateMachine<Waiter> {
             waiters.append(waiter)
             self.state = .fetching(waiters)
             return .wait
+        case .refreshing(let token, var waiters):
+            if self.isFresh(token, now: now) {
+                return .deliver(token)
+            }
+            waiters.append(waiter)
+            self.state = .refreshing(token, waiters)
+            return .wait
         }
+    }
+
+    /// Starts a refresh ahead of expiry if `token` is still the cached one and nothing is
+    /// being fetched; requests keep getting it meanwhile. Returns whether to fetch now.
+    mutating func beginBackgroundRefresh(of token: AccessToken) -> Bool {
+        guard case .valid(let current) = self.state, current == token else { return false }
+        self.state = .refreshing(token, [])
+        return true
     }
 
     /// The fetch produced `token`: every waiter gets it.
     mutating func fetchSucceeded(_ token: AccessToken) -> [Waiter] {
-        guard case .fetching(let waiters) = self.state else {
-            self.state = .valid(token)
-            return []
+        defer { self.state = .valid(token) }
+        switch self.state {
+        case .fetching(let waiters), .refreshing(_, let waiters): return waiters
+        case .idle, .valid: return []
         }
-        self.state = .valid(token)
-        return waiters
     }
 
     /// The fetch failed: every waiter gets the error, and the next request fetches again.
     mutating func fetchFailed() -> [Waiter] {
-        guard case .fetching(let waiters) = self.state else { return [] }
-        self.state = .idle
-        return waiters
+        switch self.state {
+        case .fetching(let waiters):
+            self.state = .idle
+            return waiters
+        case .refreshing(let token, let waiters):
+            // The old token stays in use while it is fresh; the next stale request fetches.
+            self.state = .valid(token)
+            return waiters
+        case .idle, .valid:
+            return []
+        }
     }
 
     /// Forgets `token` if it is still the current one (a 401 showed it is no longer valid);
     /// a newer token obtained meanwhile is kept.
     mutating func invalidate(_ token: AccessToken) {
-        if case .valid(let current) = self.state, current == token {
+        switch self.state {
+        case .valid(let current) where current == token:
             self.state = .idle
+        case .refreshing(let current, let waiters) where current == token:
+            self.state = .fetching(waiters)
+        default:
+            break
         }
     }
 
     /// The cached token, if any and fresh.
     func current(now: ContinuousClock.Instant) -> AccessToken? {
-        if case .valid(let token) = self.state, self.isFresh(token, now: now) {
+        switch self.state {
+        case .valid(let token) where self.isFresh(token, now: now),
+            .refreshing(let token, _) where self.isFresh(token, now: now):
             return token
+        default:
+            return nil
         }
-        return nil
     }
 
     private func isFresh(_ token: AccessToken, now: ContinuousClock.Instant) -> Bool {

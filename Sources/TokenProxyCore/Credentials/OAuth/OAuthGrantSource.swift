@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -106,7 +107,25 @@ final class OAuthGrantSource: CredentialSource {
             case .failure: return cache.fetchFailed()
             }
         }
+        if case .success(let token) = outcome {
+            self.scheduleBackgroundRefresh(of: token)
+        }
         waiters.forEach { $0(outcome) }
+    }
+
+    /// Refreshes a little before the token goes stale (a tenth of its life, between 1 and
+    /// 30 seconds ahead), so requests rarely wait for a token request.
+    private func scheduleBackgroundRefresh(of token: AccessToken) {
+        guard let expiresAt = token.expiresAt else { return }
+        let stale = expiresAt - .milliseconds(Int64(self.provider.refreshSkewSeconds * 1000))
+        let remaining = Double((stale - .now).milliseconds) / 1000
+        let lead = max(1, min(30, remaining / 10))
+        let delay = remaining - lead
+        guard delay > 0 else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self, self.cache.withLock({ $0.beginBackgroundRefresh(of: token) }) else { return }
+            self.fetch()
+        }
     }
 
     /// The grant's own parameters plus the common ones.
