@@ -4,7 +4,8 @@ import Testing
 @testable import TokenProxyCore
 
 /// A proxy whose route uses a `client_credentials` provider at a fake authorization server.
-private final class OAuthFixture {
+/// `@unchecked Sendable`: its members are set once; each request uses a client of its own.
+private final class OAuthFixture: @unchecked Sendable {
     let auth: FakeAuthorizationServer
     let forwarding: ForwardingFixture
 
@@ -91,6 +92,40 @@ struct ClientCredentialsTests {
         }
         #expect(try fixture.get().status == 200)
         #expect(fixture.auth.requests.count == 4)
+    }
+
+    @Test func aConnectionResetAtTheTokenEndpointIsRetried() throws {
+        let fixture = try OAuthFixture {
+            $0.enqueue(.init(status: 200, body: "", reset: true), .init(status: 200, body: "", reset: true))
+        }
+        #expect(try fixture.get().status == 200)
+        #expect(fixture.auth.requests.count == 3)
+    }
+
+    @Test func tokensExpiringUnderLoadAreRenewedWithoutAClientSeeing401() throws {
+        // Two-second tokens, renewed in the background and on demand, while 16 clients keep
+        // requesting: every answer must be the upstream's 200, never a 401 or a token error.
+        let fixture = try OAuthFixture(extra: #", "refresh_skew_seconds": 1"#) { $0.expiresIn = 2 }
+        let failures = Locked(0)
+        let group = DispatchGroup()
+        for _ in 0..<16 {
+            group.enter()
+            // Threads of their own: blocking Dispatch's workers would starve the proxy.
+            Thread.detachNewThread {
+                defer { group.leave() }
+                for _ in 0..<12 {
+                    let response = try? fixture.get("/api/protected")
+                    guard let response, response.status == 200 else {
+                        failures.withLock { $0 += 1 }
+                        return
+                    }
+                    usleep(100_000)
+                }
+            }
+        }
+        group.wait()
+        #expect(failures.withLock { $0 } == 0)
+        #expect(fixture.auth.requests.count >= 2)
     }
 
     @Test func invalidClientIsNotRetriedAndIsReported() throws {

@@ -9,6 +9,8 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
         var body: String
         var headers: [(String, String)] = []
         var delay: Double = 0
+        /// Drop the connection instead of answering.
+        var reset = false
     }
 
     struct Seen {
@@ -102,7 +104,10 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
                     headers.add(name: name, value: value)
                 }
                 let response = HTTPResponse(status: answer.status, headers: headers, body: Array(answer.body.utf8))
-                if answer.delay > 0 {
+                if answer.reset {
+                    exchange.sendHead(HTTPResponseHead(status: 200, contentLength: 100))
+                    exchange.abort()
+                } else if answer.delay > 0 {
                     let bound = QueueBound(exchange, queue: exchange.queue)
                     DispatchQueue.global().asyncAfter(deadline: .now() + answer.delay) {
                         bound.execute { $0.respond(response) }
