@@ -33,7 +33,9 @@ public final class CommandCredentialSource: CredentialSource {
         case .wait:
             break
         case .startFetch:
-            DispatchQueue.global().async { [self] in
+            // A thread of its own: the run blocks until the command exits, and a blocked
+            // Dispatch worker would be one fewer for client connections.
+            Thread.detachNewThread { [self] in
                 let started = ContinuousClock.now
                 let result = self.run(started: started)
                 let waiters = self.cache.withLock { cache -> [Completion] in
