@@ -7,13 +7,11 @@ import Synchronization
 /// `cache_seconds` or until `expires_in`, whichever ends first; with neither, until a 401.
 /// One run at a time: requests arriving meanwhile share its result.
 public final class CommandCredentialSource: CredentialSource {
-    private typealias Completion = @Sendable (Result<AccessToken, ProxyError>) -> Void
-
     private let name: String
     private let argv: [String]
     private let cacheSeconds: Double?
     private let timeout: Double
-    private let cache: Mutex<TokenCacheStateMachine<Completion>>
+    private let cache: SharedTokenCache
 
     /// Creates the source for provider `name`; a run taking longer than `timeout` is killed.
     public init(name: String, argv: [String], cacheSeconds: Double?, refreshSkewSeconds: Double, timeout: Double) {
@@ -21,37 +19,23 @@ public final class CommandCredentialSource: CredentialSource {
         self.argv = argv
         self.cacheSeconds = cacheSeconds
         self.timeout = timeout
-        self.cache = Mutex(TokenCacheStateMachine(skew: .milliseconds(Int64(refreshSkewSeconds * 1000))))
+        self.cache = SharedTokenCache(refreshSkewSeconds: refreshSkewSeconds)
     }
 
     /// A cached token, or the result of the one run in flight.
     public func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
-        let action = self.cache.withLock { $0.request(completion, now: .now) }
-        switch action {
-        case .deliver(let token):
-            completion(.success(token))
-        case .wait:
-            break
-        case .startFetch:
+        self.cache.token(completion: completion) {
             // A thread of its own: the run blocks until the command exits, and a blocked
             // Dispatch worker would be one fewer for client connections.
             Thread.detachNewThread { [self] in
-                let started = ContinuousClock.now
-                let result = self.run(started: started)
-                let waiters = self.cache.withLock { cache -> [Completion] in
-                    switch result {
-                    case .success(let token): return cache.fetchSucceeded(token)
-                    case .failure: return cache.fetchFailed()
-                    }
-                }
-                waiters.forEach { $0(result) }
+                self.cache.complete(self.run(started: .now))
             }
         }
     }
 
     /// Forgets `token` if it is still the cached one.
     public func invalidate(_ token: AccessToken) {
-        self.cache.withLock { $0.invalidate(token) }
+        self.cache.invalidate(token)
     }
 
     private func run(started: ContinuousClock.Instant) -> Result<AccessToken, ProxyError> {

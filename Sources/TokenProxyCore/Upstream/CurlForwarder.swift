@@ -6,14 +6,15 @@ import Synchronization
 public final class CurlForwarder: RouteForwarder {
     private let engine: any CurlEngine
     private let credentials: CredentialRegistry
-    private let limits: Mutex<Limits>
+    /// Fixed at start, like the listeners (a reload changes providers, not limits).
+    private let limits: Limits
     private let bases = Mutex<[String: UpstreamURL.Base]>([:])
 
     /// Creates a forwarder over `engine` for `configuration`'s providers.
     public init(configuration: ProxyConfiguration, engine: any CurlEngine) {
         self.engine = engine
         self.credentials = CredentialRegistry(configuration: configuration, fetcher: UpstreamFetcher(engine: engine))
-        self.limits = Mutex(configuration.limits)
+        self.limits = configuration.limits
     }
 
     /// Applies a reloaded configuration to the providers.
@@ -37,7 +38,7 @@ public final class CurlForwarder: RouteForwarder {
             )
             return
         }
-        let limits = self.limits.withLock { $0 }
+        let limits = self.limits
         let hasBody = exchange.head.framing != .none && exchange.head.framing != .contentLength(0)
         var entry: CredentialRegistry.Entry?
         if let providerName = route.provider {

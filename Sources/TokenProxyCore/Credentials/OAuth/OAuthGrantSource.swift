@@ -11,12 +11,10 @@ import Synchronization
 /// one keeps the old one; `invalid_grant` on a refresh forgets it, and requests then get
 /// 401 `login_required` until a new one is configured or stored.
 final class OAuthGrantSource: CredentialSource {
-    private typealias Completion = @Sendable (Result<AccessToken, ProxyError>) -> Void
-
     private let provider: ProviderConfiguration
     private let client: TokenEndpointClient
     private let tokenWait: Double
-    private let cache: Mutex<TokenCacheStateMachine<Completion>>
+    private let cache: SharedTokenCache
     /// The refresh token in use: nil until first read from the config seed, `.some(nil)`
     /// once `invalid_grant` made it unusable.
     private let refreshToken = Mutex<String??>(nil)
@@ -34,23 +32,16 @@ final class OAuthGrantSource: CredentialSource {
             connectTimeout: limits.upstreamConnectTimeoutSeconds
         )
         self.tokenWait = limits.tokenWaitSeconds
-        self.cache = Mutex(TokenCacheStateMachine(skew: .milliseconds(Int64(provider.refreshSkewSeconds * 1000))))
+        self.cache = SharedTokenCache(refreshSkewSeconds: provider.refreshSkewSeconds)
     }
 
     func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
-        switch self.cache.withLock({ $0.request(completion, now: .now) }) {
-        case .deliver(let token):
-            completion(.success(token))
-        case .wait:
-            break
-        case .startFetch:
-            self.fetch()
-        }
+        self.cache.token(completion: completion) { self.fetch() }
     }
 
     /// Forgets `token` if it is still the cached one.
     func invalidate(_ token: AccessToken) {
-        self.cache.withLock { $0.invalidate(token) }
+        self.cache.invalidate(token)
     }
 
     private func fetch() {
@@ -101,16 +92,10 @@ final class OAuthGrantSource: CredentialSource {
     }
 
     private func finish(_ outcome: Result<AccessToken, ProxyError>) {
-        let waiters = self.cache.withLock { cache -> [Completion] in
-            switch outcome {
-            case .success(let token): return cache.fetchSucceeded(token)
-            case .failure: return cache.fetchFailed()
-            }
-        }
         if case .success(let token) = outcome {
             self.scheduleBackgroundRefresh(of: token)
         }
-        waiters.forEach { $0(outcome) }
+        self.cache.complete(outcome)
     }
 
     /// Refreshes a little before the token goes stale (a tenth of its life, between 1 and
@@ -123,7 +108,7 @@ final class OAuthGrantSource: CredentialSource {
         let delay = remaining - lead
         guard delay > 0 else { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
-            guard let self, self.cache.withLock({ $0.beginBackgroundRefresh(of: token) }) else { return }
+            guard let self, self.cache.beginBackgroundRefresh(of: token) else { return }
             self.fetch()
         }
     }
