@@ -1,0 +1,119 @@
+import Foundation
+
+/// What the token store keeps for one provider (SPEC "Behaviour" 7): the tokens, when the
+/// access token expires on the wall clock, and the last failure for `tokenproxy status`.
+public struct StoredGrant: Codable, Sendable, Equatable {
+    /// The access token, when one was obtained.
+    public var accessToken: String?
+    /// The `token_type` the endpoint sent with it (`Bearer`, `DPoP`, `N_A`, ...).
+    public var tokenType: String?
+    /// When the access token expires; nil means "until a 401".
+    public var expiresAt: Date?
+    /// The refresh token: the newest of a rotating chain, or what `login` obtained.
+    public var refreshToken: String?
+    /// The scope the endpoint granted, when it said.
+    public var scope: String?
+    /// When the tokens were obtained.
+    public var obtainedAt: Date?
+    /// SHA-256 (hex) of the configured `refresh_token` seed this chain descends from, so a
+    /// new seed in the configuration replaces a stored chain while an unchanged one does not.
+    public var seedFingerprint: String?
+    /// The last failure obtaining a token (no secret in it), for `status`.
+    public var lastError: String?
+    /// When ``lastError`` happened.
+    public var lastErrorAt: Date?
+
+    /// Creates a record.
+    public init(
+        accessToken: String? = nil,
+        tokenType: String? = nil,
+        expiresAt: Date? = nil,
+        refreshToken: String? = nil,
+        scope: String? = nil,
+        obtainedAt: Date? = nil,
+        seedFingerprint: String? = nil,
+        lastError: String? = nil,
+        lastErrorAt: Date? = nil
+    ) {
+        self.accessToken = accessToken
+        self.tokenType = tokenType
+        self.expiresAt = expiresAt
+        self.refreshToken = refreshToken
+        self.scope = scope
+        self.obtainedAt = obtainedAt
+        self.seedFingerprint = seedFingerprint
+        self.lastError = lastError
+        self.lastErrorAt = lastErrorAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case accessToken = "access_token"
+        case tokenType = "token_type"
+        case expiresAt = "expires_at"
+        case refreshToken = "refresh_token"
+        case scope
+        case obtainedAt = "obtained_at"
+        case seedFingerprint = "seed_fingerprint"
+        case lastError = "last_error"
+        case lastErrorAt = "last_error_at"
+    }
+}
+
+/// A token `logout` could not revoke because the provider was unavailable (RFC 7009 §2.2.1:
+/// 503); kept so the revocation is retried later.
+public struct PendingRevocation: Codable, Sendable, Equatable {
+    /// The provider the token belonged to.
+    public var provider: String
+    /// The token to revoke.
+    public var token: String
+    /// `refresh_token` or `access_token` (RFC 7009 §2.1 `token_type_hint`).
+    public var tokenTypeHint: String
+    /// The revocation endpoint it is sent to.
+    public var revocationURL: String
+    /// When the first attempt failed.
+    public var since: Date
+
+    /// Creates a pending revocation.
+    public init(provider: String, token: String, tokenTypeHint: String, revocationURL: String, since: Date) {
+        self.provider = provider
+        self.token = token
+        self.tokenTypeHint = tokenTypeHint
+        self.revocationURL = revocationURL
+        self.since = since
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case provider
+        case token
+        case tokenTypeHint = "token_type_hint"
+        case revocationURL = "revocation_url"
+        case since
+    }
+}
+
+/// Everything in a token store.
+public struct TokenStoreContents: Codable, Sendable, Equatable {
+    /// Provider name → its tokens.
+    public var grants: [String: StoredGrant]
+    /// Revocations still to send.
+    public var pendingRevocations: [PendingRevocation]
+
+    /// Creates contents (empty by default).
+    public init(grants: [String: StoredGrant] = [:], pendingRevocations: [PendingRevocation] = []) {
+        self.grants = grants
+        self.pendingRevocations = pendingRevocations
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case grants
+        case pendingRevocations = "pending_revocations"
+    }
+
+    /// Decodes leniently about the lists: a store written without pending revocations is fine.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.grants = try container.decodeIfPresent([String: StoredGrant].self, forKey: .grants) ?? [:]
+        self.pendingRevocations =
+            try container.decodeIfPresent([PendingRevocation].self, forKey: .pendingRevocations) ?? []
+    }
+}
