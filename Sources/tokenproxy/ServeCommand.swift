@@ -41,7 +41,7 @@ struct ServeCommand: ParsableCommand {
             )
             throw ExitStatus.configError
         }
-        let forwarder = CurlForwarder(configuration: configuration, engine: engineKind.make())
+        let forwarder = CurlForwarder(configuration: configuration, engine: engineKind.make(), logger: logger)
         let service = ProxyService(configuration: configuration, forwarder: forwarder, logger: logger)
         let bound: ProxyService.BoundAddresses
         do {

@@ -81,7 +81,7 @@ struct AuthlibInteropTests {
         let configuration = TestProxy.configuration(json)
         return try TestProxy(
             configuration,
-            forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine)
+            forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine, logger: TestLogging.logger)
         )
     }
 

@@ -29,7 +29,11 @@ final class ForwardingFixture {
         let configuration = TestProxy.configuration(json)
         self.proxy = try TestProxy(
             configuration,
-            forwarder: CurlForwarder(configuration: configuration, engine: engine ?? ForwardingFixture.engine),
+            forwarder: CurlForwarder(
+                configuration: configuration,
+                engine: engine ?? ForwardingFixture.engine,
+                logger: logger
+            ),
             logger: logger
         )
     }

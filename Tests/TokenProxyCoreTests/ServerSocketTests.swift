@@ -127,7 +127,7 @@ struct ServerSocketTests {
             }
             usleep(300_000)
             var pending: Int32 = 0
-            ioctl(client.descriptor, UInt(FIONREAD), &pending)
+            _ = ioctl(client.descriptor, UInt(FIONREAD), &pending)
             if pending > 0 {
                 answered = true
                 break

@@ -14,7 +14,7 @@ struct TLSUpstreamTests {
         let configuration = TestProxy.configuration(json)
         return try TestProxy(
             configuration,
-            forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine)
+            forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine, logger: TestLogging.logger)
         )
     }
 

@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 
 /// The credential source and header format of every provider, built from the configuration.
@@ -15,19 +16,30 @@ public final class CredentialRegistry: Sendable {
     }
 
     private let entries: Mutex<[String: Entry]>
-    private let fetcher: UpstreamFetcher
+    private let context: Context
 
-    /// Builds the sources for `configuration`'s providers; token requests go through `fetcher`.
-    public init(configuration: ProxyConfiguration, fetcher: UpstreamFetcher) {
-        self.fetcher = fetcher
-        self.entries = Mutex(Self.build(configuration, previous: [:], fetcher: fetcher))
+    /// What building a source needs besides its provider's configuration.
+    struct Context: Sendable {
+        var fetcher: UpstreamFetcher
+        var store: any TokenStore
+        var logger: Logger
     }
+
+    /// Builds the sources for `configuration`'s providers; token requests go through
+    /// `fetcher`, tokens are kept in `store`.
+    public init(configuration: ProxyConfiguration, fetcher: UpstreamFetcher, store: any TokenStore, logger: Logger) {
+        self.context = Context(fetcher: fetcher, store: store, logger: logger)
+        self.entries = Mutex(Self.build(configuration, previous: [:], context: self.context))
+    }
+
+    /// The token store the sources share (fixed at start, like the listeners).
+    public var store: any TokenStore { self.context.store }
 
     /// Replaces the providers, keeping unchanged ones.
     public func reload(_ configuration: ProxyConfiguration) {
-        let fetcher = self.fetcher
+        let context = self.context
         self.entries.withLock { entries in
-            entries = Self.build(configuration, previous: entries, fetcher: fetcher)
+            entries = Self.build(configuration, previous: entries, context: context)
         }
     }
 
@@ -39,7 +51,7 @@ public final class CredentialRegistry: Sendable {
     private static func build(
         _ configuration: ProxyConfiguration,
         previous: [String: Entry],
-        fetcher: UpstreamFetcher
+        context: Context
     ) -> [String: Entry] {
         var entries: [String: Entry] = [:]
         for (name, provider) in configuration.providers {
@@ -48,7 +60,7 @@ public final class CredentialRegistry: Sendable {
                 continue
             }
             entries[name] = Entry(
-                source: self.source(for: provider, limits: configuration.limits, fetcher: fetcher),
+                source: self.source(for: provider, limits: configuration.limits, context: context),
                 formatter: CredentialFormatter(header: provider.header, format: provider.format),
                 configuration: provider
             )
@@ -59,11 +71,18 @@ public final class CredentialRegistry: Sendable {
     private static func source(
         for provider: ProviderConfiguration,
         limits: Limits,
-        fetcher: UpstreamFetcher
+        context: Context
     ) -> any CredentialSource {
         switch provider.grant {
-        case .clientCredentials, .password, .refreshToken, .tokenExchange, .jwtBearer:
-            return OAuthGrantSource(provider: provider, fetcher: fetcher, limits: limits)
+        case .clientCredentials, .password, .refreshToken, .tokenExchange, .jwtBearer, .authorizationCode,
+            .deviceCode:
+            return OAuthGrantSource(
+                provider: provider,
+                fetcher: context.fetcher,
+                store: context.store,
+                limits: limits,
+                logger: context.logger
+            )
         case .staticToken:
             if let token = provider.token {
                 return StaticCredentialSource(name: provider.name, secret: token)

@@ -16,7 +16,7 @@ public final class DemoAuthorizationServer: HTTPExchangeHandler, Sendable {
 
     /// Creates the server with a fresh random secret.
     public init(lifetime: Int = 30) {
-        self.clientSecret = DemoRandom.hex(16)
+        self.clientSecret = SecureRandom.hex(16)
         self.lifetime = lifetime
     }
 
@@ -62,7 +62,7 @@ public final class DemoAuthorizationServer: HTTPExchangeHandler, Sendable {
         guard head.headers.first("Authorization") == expected else {
             return Self.json(401, ["error": "invalid_client", "error_description": "unknown client or wrong secret"])
         }
-        let token = DemoRandom.hex(24)
+        let token = SecureRandom.hex(24)
         self.issued.withLock { issued in
             let now = ContinuousClock.now
             issued = issued.filter { $0.value > now }
@@ -120,10 +120,3 @@ public struct DemoUpstream: HTTPExchangeHandler {
     }
 }
 
-/// Random hex strings for demo secrets and tokens.
-enum DemoRandom {
-    static func hex(_ bytes: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-    }
-}

@@ -55,7 +55,7 @@ public final class DemoEnvironment: Sendable {
         let engine = CurlPollEngine()
         let service = ProxyService(
             configuration: configuration,
-            forwarder: CurlForwarder(configuration: configuration, engine: engine),
+            forwarder: CurlForwarder(configuration: configuration, engine: engine, logger: logger),
             logger: logger
         )
         let bound = try service.start()

@@ -10,10 +10,21 @@ public final class CurlForwarder: RouteForwarder {
     private let limits: Limits
     private let bases = Mutex<[String: UpstreamURL.Base]>([:])
 
-    /// Creates a forwarder over `engine` for `configuration`'s providers.
-    public init(configuration: ProxyConfiguration, engine: any CurlEngine) {
+    /// Creates a forwarder over `engine` for `configuration`'s providers, keeping tokens in
+    /// `store` (by default the configuration's `token_store`).
+    public init(
+        configuration: ProxyConfiguration,
+        engine: any CurlEngine,
+        store: (any TokenStore)? = nil,
+        logger: Logger
+    ) {
         self.engine = engine
-        self.credentials = CredentialRegistry(configuration: configuration, fetcher: UpstreamFetcher(engine: engine))
+        self.credentials = CredentialRegistry(
+            configuration: configuration,
+            fetcher: UpstreamFetcher(engine: engine),
+            store: store ?? configuration.tokenStore.makeStore(),
+            logger: logger
+        )
         self.limits = configuration.limits
     }
 

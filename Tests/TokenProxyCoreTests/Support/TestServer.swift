@@ -29,7 +29,12 @@ final class TestProxy {
     /// A configuration decoded from JSON, with the listen address forced to an ephemeral port.
     static func configuration(_ json: String = #"{"providers": {}, "routes": []}"#) -> ProxyConfiguration {
         do {
-            return try ProxyConfiguration.decode(Data(json.utf8))
+            var configuration = try ProxyConfiguration.decode(Data(json.utf8))
+            if !json.contains("\"token_store\"") {
+                // Tests never touch the user's own store.
+                configuration.tokenStore = .memory
+            }
+            return configuration
         } catch {
             preconditionFailure("test configuration does not decode: \(error)")
         }

@@ -3,6 +3,10 @@ import Synchronization
 
 /// The endpoints an authorization server publishes about itself.
 struct DiscoveredEndpoints: Sendable, Equatable {
+    /// The issuer the document names (checked equal to the configured one).
+    var issuer: String?
+    /// Whether the server sends `iss` in authorization responses (RFC 9207 §3).
+    var issParameterSupported = false
     var tokenEndpoint: String?
     var authorizationEndpoint: String?
     var deviceAuthorizationEndpoint: String?
@@ -98,6 +102,8 @@ final class DiscoveryCache: Sendable {
             return failure("the document's issuer is not \(self.issuer)")
         }
         var endpoints = DiscoveredEndpoints()
+        endpoints.issuer = issuer
+        endpoints.issParameterSupported = object["authorization_response_iss_parameter_supported"] as? Bool ?? false
         for (key, path) in [
             ("token_endpoint", \DiscoveredEndpoints.tokenEndpoint),
             ("authorization_endpoint", \DiscoveredEndpoints.authorizationEndpoint),

@@ -30,7 +30,7 @@ struct TokenEndpointClient: Sendable {
         self.provider = provider
         self.fetcher = fetcher
         self.connectTimeout = connectTimeout
-        if provider.tokenURL == nil, let issuer = provider.issuer {
+        if let issuer = provider.issuer {
             self.discovery = DiscoveryCache(
                 issuer: issuer,
                 allowPlainHTTP: provider.allowInsecureEndpoints,
@@ -39,6 +39,43 @@ struct TokenEndpointClient: Sendable {
             )
         } else {
             self.discovery = nil
+        }
+    }
+
+    /// The provider's endpoints: those configured, the rest from discovery when an `issuer`
+    /// is configured (discovery is skipped when nothing is missing).
+    func endpoints(completion: @escaping @Sendable (Result<DiscoveredEndpoints, ProxyError>) -> Void) {
+        let configured = DiscoveredEndpoints(
+            issuer: self.provider.issuer,
+            tokenEndpoint: self.provider.tokenURL,
+            authorizationEndpoint: self.provider.authorizationURL,
+            deviceAuthorizationEndpoint: self.provider.deviceAuthorizationURL,
+            revocationEndpoint: self.provider.revocationURL
+        )
+        let needed: Bool
+        switch self.provider.grant {
+        case .authorizationCode: needed = configured.authorizationEndpoint == nil || configured.tokenEndpoint == nil
+        case .deviceCode: needed = configured.deviceAuthorizationEndpoint == nil || configured.tokenEndpoint == nil
+        default: needed = configured.tokenEndpoint == nil
+        }
+        guard let discovery = self.discovery, needed || self.provider.grant.isInteractive else {
+            completion(.success(configured))
+            return
+        }
+        discovery.endpoints { result in
+            completion(
+                result.map { discovered in
+                    DiscoveredEndpoints(
+                        issuer: discovered.issuer,
+                        issParameterSupported: discovered.issParameterSupported,
+                        tokenEndpoint: configured.tokenEndpoint ?? discovered.tokenEndpoint,
+                        authorizationEndpoint: configured.authorizationEndpoint ?? discovered.authorizationEndpoint,
+                        deviceAuthorizationEndpoint: configured.deviceAuthorizationEndpoint
+                            ?? discovered.deviceAuthorizationEndpoint,
+                        revocationEndpoint: configured.revocationEndpoint ?? discovered.revocationEndpoint
+                    )
+                }
+            )
         }
     }
 
@@ -51,26 +88,41 @@ struct TokenEndpointClient: Sendable {
         deadline: ContinuousClock.Instant,
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
-        guard let tokenURL = self.provider.tokenURL else {
-            guard let discovery = self.discovery else {
-                completion(.failure(Failure(error: self.error("no token_url and no issuer to discover it from"))))
-                return
-            }
-            discovery.endpoints { result in
-                switch result {
-                case .success(let endpoints):
-                    guard let tokenURL = endpoints.tokenEndpoint else {
-                        completion(.failure(Failure(error: self.error("the issuer publishes no token_endpoint"))))
-                        return
-                    }
-                    self.request(parameters, tokenURL: tokenURL, deadline: deadline, completion: completion)
-                case .failure(let error):
-                    completion(.failure(Failure(error: self.error(error.message))))
-                }
-            }
+        if let tokenURL = self.provider.tokenURL {
+            self.request(parameters, tokenURL: tokenURL, deadline: deadline, completion: completion)
             return
         }
-        self.request(parameters, tokenURL: tokenURL, deadline: deadline, completion: completion)
+        self.endpoints { result in
+            switch result {
+            case .success(let endpoints):
+                guard let tokenURL = endpoints.tokenEndpoint else {
+                    let message = self.discovery == nil ? "no token_url" : "the issuer publishes no token_endpoint"
+                    completion(.failure(Failure(error: self.error(message))))
+                    return
+                }
+                self.request(parameters, tokenURL: tokenURL, deadline: deadline, completion: completion)
+            case .failure(let error):
+                completion(.failure(Failure(error: self.error(error.message))))
+            }
+        }
+    }
+
+    /// Sends one form POST to `url` with the provider's client authentication and no retry:
+    /// the device authorization request (RFC 8628 §3.1) and revocation (RFC 7009 §2.1).
+    func post(
+        _ parameters: [(String, String)],
+        to url: String,
+        timeout: Double,
+        completion: @escaping @Sendable (Result<UpstreamResponse, ProxyError>) -> Void
+    ) {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
+        switch self.build(tokenURL: url, parameters: parameters, deadline: deadline) {
+        case .failure(let error):
+            completion(.failure(error))
+        case .success(var request):
+            request.timeout = timeout
+            self.fetcher.fetch(request, completion: completion)
+        }
     }
 
     private func request(
@@ -178,7 +230,7 @@ struct TokenEndpointClient: Sendable {
                 let now = Int(Date().timeIntervalSince1970)
                 let assertion = try signer.sign([
                     "iss": clientID, "sub": clientID, "aud": tokenURL, "iat": now, "exp": now + 300,
-                    "jti": DemoRandom.hex(16),
+                    "jti": SecureRandom.hex(16),
                 ])
                 form.append(("client_id", clientID))
                 form.append(("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"))

@@ -10,6 +10,8 @@ struct TokenResponse: Sendable, Equatable {
     var refreshToken: String?
     /// The granted scope, when reported.
     var scope: String?
+    /// The `token_type`, when sent (`Bearer`, or `N_A` from a token exchange).
+    var tokenType: String? = nil
 }
 
 /// Why a token endpoint answer was not a usable token.
@@ -98,7 +100,8 @@ enum TokenResponseParser {
                 accessToken: token,
                 expiresIn: expiresIn,
                 refreshToken: object["refresh_token"] as? String,
-                scope: object["scope"] as? String
+                scope: object["scope"] as? String,
+                tokenType: object["token_type"] as? String
             )
         )
     }

@@ -15,9 +15,12 @@ public struct StoredGrant: Codable, Sendable, Equatable {
     public var scope: String?
     /// When the tokens were obtained.
     public var obtainedAt: Date?
-    /// SHA-256 (hex) of the configured `refresh_token` seed this chain descends from, so a
-    /// new seed in the configuration replaces a stored chain while an unchanged one does not.
-    public var seedFingerprint: String?
+    /// SHA-256 (hex) over the provider settings the tokens were obtained under (grant,
+    /// endpoints, client, scopes, and the configured `refresh_token` seed): tokens obtained
+    /// under other settings are not used, and a new seed starts a new refresh chain.
+    public var configFingerprint: String?
+    /// The refresh token was refused (`invalid_grant`): nothing is tried until a login.
+    public var needsLogin: Bool?
     /// The last failure obtaining a token (no secret in it), for `status`.
     public var lastError: String?
     /// When ``lastError`` happened.
@@ -31,7 +34,8 @@ public struct StoredGrant: Codable, Sendable, Equatable {
         refreshToken: String? = nil,
         scope: String? = nil,
         obtainedAt: Date? = nil,
-        seedFingerprint: String? = nil,
+        configFingerprint: String? = nil,
+        needsLogin: Bool? = nil,
         lastError: String? = nil,
         lastErrorAt: Date? = nil
     ) {
@@ -41,7 +45,8 @@ public struct StoredGrant: Codable, Sendable, Equatable {
         self.refreshToken = refreshToken
         self.scope = scope
         self.obtainedAt = obtainedAt
-        self.seedFingerprint = seedFingerprint
+        self.configFingerprint = configFingerprint
+        self.needsLogin = needsLogin
         self.lastError = lastError
         self.lastErrorAt = lastErrorAt
     }
@@ -53,7 +58,8 @@ public struct StoredGrant: Codable, Sendable, Equatable {
         case refreshToken = "refresh_token"
         case scope
         case obtainedAt = "obtained_at"
-        case seedFingerprint = "seed_fingerprint"
+        case configFingerprint = "config_fingerprint"
+        case needsLogin = "needs_login"
         case lastError = "last_error"
         case lastErrorAt = "last_error_at"
     }

@@ -1,0 +1,61 @@
+import Crypto
+import Foundation
+
+extension StoredGrant {
+    /// The stored access token as the proxy holds tokens (expiry on the monotonic clock), if
+    /// there is one and it is still valid `skew` seconds from `now`.
+    func freshAccessToken(skew: Double, now: Date = Date()) -> AccessToken? {
+        guard let value = self.accessToken, !value.isEmpty else { return nil }
+        guard let expiresAt = self.expiresAt else { return AccessToken(value: value) }
+        let remaining = expiresAt.timeIntervalSince(now)
+        guard remaining > skew else { return nil }
+        return AccessToken(value: value, expiresAt: .now + .milliseconds(Int64(remaining * 1000)))
+    }
+
+    /// The record for a token endpoint answer to a request sent at `sentAt`: expiry counts
+    /// from the send time; a refresh token not renewed in the answer is kept (RFC 6749 §6).
+    static func issued(
+        _ issued: TokenEndpointClient.Issued,
+        defaultExpiresIn: Double?,
+        previousRefreshToken: String?,
+        fingerprint: String
+    ) -> StoredGrant {
+        let sentAt = Date().addingTimeInterval(-Double((ContinuousClock.now - issued.sentAt).milliseconds) / 1000)
+        let lifetime = issued.response.expiresIn ?? defaultExpiresIn
+        return StoredGrant(
+            accessToken: issued.response.accessToken,
+            tokenType: issued.response.tokenType,
+            expiresAt: lifetime.map { sentAt.addingTimeInterval($0) },
+            refreshToken: issued.response.refreshToken ?? previousRefreshToken,
+            scope: issued.response.scope,
+            obtainedAt: sentAt,
+            configFingerprint: fingerprint
+        )
+    }
+}
+
+extension ProviderConfiguration {
+    /// SHA-256 over the settings that decide which tokens a provider gets: tokens stored under
+    /// a different fingerprint belong to another client, endpoint, user or scope set and are
+    /// not used. The configured refresh token seed is part of it, so a new seed starts over.
+    func tokenFingerprint() -> String {
+        let seed = (try? self.refreshToken?.resolve()).flatMap { $0 }
+        let fields: [String?] = [
+            self.grant.rawValue, self.issuer, self.tokenURL, self.clientID, self.scopes.sorted().joined(separator: " "),
+            self.audience, self.resource, self.username, self.subject, self.issuerClaim, self.serviceAccountFile,
+            seed.map { SHA256.hash(data: Data($0.utf8)).hexString },
+        ]
+        let joined = fields.map { $0.map { "+" + $0 } ?? "-" }.joined(separator: "\n")
+        return SHA256.hash(data: Data(joined.utf8)).hexString
+    }
+}
+
+extension Digest {
+    /// The digest as lowercase hex.
+    var hexString: String {
+        self.map { byte in
+            let digits = Array("0123456789abcdef")
+            return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]])
+        }.joined()
+    }
+}

@@ -1,0 +1,6 @@
+extension TokenStoreConfiguration {
+    /// The store this configuration describes.
+    public func makeStore() -> any TokenStore {
+        MemoryTokenStore()
+    }
+}

@@ -1,0 +1,23 @@
+import Dispatch
+import Synchronization
+
+/// Waiting on a dedicated thread for a completion-handler call to finish. Only for threads
+/// of our own (credential fetches, CLI commands), never for a Dispatch queue serving
+/// connections.
+enum Blocking {
+    /// Starts `operation` and blocks until it calls its completion, returning the value.
+    static func wait<Value: Sendable>(_ operation: (@escaping @Sendable (Value) -> Void) -> Void) -> Value {
+        let semaphore = DispatchSemaphore(value: 0)
+        let result = Mutex<Value?>(nil)
+        operation { value in
+            result.withLock { $0 = value }
+            semaphore.signal()
+        }
+        semaphore.wait()
+        guard let value = result.withLock({ $0.take() }) else {
+            // Safe because the value is stored before the semaphore is signalled.
+            preconditionFailure("completion signalled without a value")
+        }
+        return value
+    }
+}

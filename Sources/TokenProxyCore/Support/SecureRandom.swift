@@ -1,0 +1,28 @@
+import Foundation
+
+/// Random values from the system's cryptographically secure generator: PKCE verifiers,
+/// `state`, JWT ids, temp-file names, demo secrets.
+enum SecureRandom {
+    /// `count` random bytes.
+    static func bytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    }
+
+    /// `count` random bytes as lowercase hex.
+    static func hex(_ count: Int) -> String {
+        let digits = Array("0123456789abcdef")
+        var text = ""
+        text.reserveCapacity(count * 2)
+        for byte in self.bytes(count) {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0f)])
+        }
+        return text
+    }
+
+    /// `count` random bytes, base64url without padding (RFC 4648 §5).
+    static func base64URL(_ count: Int) -> String {
+        Base64URL.encode(Data(self.bytes(count)))
+    }
+}
