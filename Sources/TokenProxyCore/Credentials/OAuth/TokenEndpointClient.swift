@@ -12,6 +12,8 @@ struct TokenEndpointClient: Sendable {
     struct Failure: Error, Sendable {
         var error: ProxyError
         var oauthError: String?
+        /// The `error_description`, when sent.
+        var errorDescription: String? = nil
     }
 
     /// A successful answer and when its request was sent, for counting the expiry.
@@ -164,7 +166,11 @@ struct TokenEndpointClient: Sendable {
                     completion(.success(Issued(response: token, sentAt: sentAt)))
                     return
                 case .failure(let endpointError):
-                    failure = Failure(error: self.error(endpointError.message), oauthError: endpointError.error)
+                    failure = Failure(
+                        error: self.error(endpointError.message),
+                        oauthError: endpointError.error,
+                        errorDescription: endpointError.description
+                    )
                     if endpointError.isPermanent {
                         completion(.failure(failure))
                         return

@@ -131,6 +131,18 @@ enum FormEncoding {
     static func encode(_ pairs: [(String, String)]) -> String {
         pairs.map { "\(self.encode($0.0))=\(self.encode($0.1))" }.joined(separator: "&")
     }
+
+    /// The name-value pairs of a query string or form body, `+` read as a space; a pair whose
+    /// percent-encoding is not valid UTF-8 is dropped.
+    static func decode(_ form: some StringProtocol) -> [(String, String)] {
+        form.split(separator: "&").compactMap { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map {
+                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+            }
+            guard let name = parts[0], let value = parts.count > 1 ? parts[1] : "" else { return nil }
+            return (name, value)
+        }
+    }
 }
 
 extension String {

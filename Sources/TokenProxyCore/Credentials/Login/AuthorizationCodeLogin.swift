@@ -1,0 +1,171 @@
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// `tokenproxy login` for an `authorization_code` provider (RFC 6749 §4.1): PKCE with S256
+/// (RFC 7636), a random `state`, the `iss` response parameter checked (RFC 9207), and a
+/// loopback redirect on 127.0.0.1 (RFC 8252 §7.3) that listens only during the login.
+///
+/// ``run(timeout:present:)`` blocks its thread until the login ends: call it from the
+/// command line's own thread.
+public final class AuthorizationCodeLogin: Sendable {
+    /// What the person is shown.
+    public struct Prompt: Sendable {
+        /// The authorization URL to open in a browser.
+        public var url: String
+        /// Where the browser comes back to.
+        public var redirectURI: String
+    }
+
+    private let provider: ProviderConfiguration
+    private let client: TokenEndpointClient
+    private let storage: LoginStorage
+    private let tokenWait: Double
+    private let logger: Logger
+
+    /// A login for `provider`, storing the tokens in `store`.
+    public init(
+        provider: ProviderConfiguration,
+        fetcher: UpstreamFetcher,
+        store: any TokenStore,
+        limits: Limits,
+        logger: Logger
+    ) {
+        self.provider = provider
+        self.client = TokenEndpointClient(
+            provider: provider,
+            fetcher: fetcher,
+            connectTimeout: limits.upstreamConnectTimeoutSeconds
+        )
+        self.storage = LoginStorage(provider: provider, store: store, lockWait: limits.tokenWaitSeconds)
+        self.tokenWait = limits.tokenWaitSeconds
+        self.logger = logger
+    }
+
+    /// The outcome of the callback, handed from the listener to the waiting thread.
+    private enum Outcome: Sendable {
+        case code(String, respond: @Sendable (Int, String, String) -> Void)
+        case failed(String)
+    }
+
+    /// Runs the login: `present` gets the URL once the listener is up; the tokens are stored
+    /// when the browser comes back with a code and the exchange succeeds, or the login fails
+    /// after `timeout` seconds.
+    public func run(timeout: Double, present: (Prompt) -> Void) -> Result<LoginResult, LoginError> {
+        let endpoints: DiscoveredEndpoints
+        switch Blocking.wait({ done in self.client.endpoints(completion: done) }) {
+        case .failure(let error):
+            return .failure(LoginError(.endpointMissing, error.message))
+        case .success(let found):
+            endpoints = found
+        }
+        guard let authorizationEndpoint = endpoints.authorizationEndpoint else {
+            return .failure(LoginError(.endpointMissing, "no authorization_url (configured or discovered)"))
+        }
+
+        let pkce = self.provider.pkce ? PKCE() : nil
+        let state = SecureRandom.base64URL(32)
+        let machine = Mutex(
+            AuthorizationCallbackStateMachine(
+                state: state,
+                issuer: endpoints.issuer,
+                issuerRequired: endpoints.issParameterSupported
+            )
+        )
+        let semaphore = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Outcome?>(nil)
+        let handler = LoopbackCallbackHandler { path, parameters, respond in
+            switch machine.withLock({ $0.request(path: path, parameters: parameters) }) {
+            case .refuse(let status, let reason):
+                respond(status, "Not this login", reason)
+            case .fail(let reason):
+                respond(400, "Login failed", "tokenproxy could not sign in: \(reason). Return to the terminal.")
+                outcome.withLock { $0 = .failed(reason) }
+                semaphore.signal()
+            case .exchange(let code):
+                outcome.withLock { $0 = .code(code, respond: respond) }
+                semaphore.signal()
+            }
+        }
+        let server = HTTPServer(
+            settings: ConnectionSettings(headerTimeout: 10, idleTimeout: 10),
+            maxConnections: 16,
+            handler: handler,
+            logger: self.logger
+        )
+        let port: UInt16
+        do {
+            let bound = try server.bind(.inet(host: "127.0.0.1", port: self.provider.redirectPort ?? 0))
+            guard case .inet(_, let boundPort) = bound else {
+                return .failure(LoginError(.listenFailed, "the redirect listener has no port"))
+            }
+            port = boundPort
+        } catch {
+            return .failure(LoginError(.listenFailed, "cannot listen on 127.0.0.1 for the redirect: \(error)"))
+        }
+        defer { server.closeListeners() }
+        let redirectURI = "http://127.0.0.1:\(port)/callback"
+
+        var query: [(String, String)] = [
+            ("response_type", "code"), ("client_id", self.provider.clientID ?? ""), ("redirect_uri", redirectURI),
+        ]
+        if !self.provider.scopes.isEmpty {
+            query.append(("scope", self.provider.scopes.joined(separator: " ")))
+        }
+        query.append(("state", state))
+        if let pkce {
+            query.append(("code_challenge", pkce.challenge))
+            query.append(("code_challenge_method", pkce.method))
+        }
+        if let audience = self.provider.audience { query.append(("audience", audience)) }
+        if let resource = self.provider.resource { query.append(("resource", resource)) }
+        let separator = authorizationEndpoint.contains("?") ? "&" : "?"
+        present(Prompt(url: authorizationEndpoint + separator + FormEncoding.encode(query), redirectURI: redirectURI))
+
+        guard semaphore.wait(timeout: .now() + timeout) == .success,
+            let result = outcome.withLock({ $0.take() })
+        else {
+            return .failure(LoginError(.timedOut, "no callback arrived within \(Int(timeout)) seconds"))
+        }
+        switch result {
+        case .failed(let reason):
+            return .failure(LoginError(.callbackRejected, reason))
+        case .code(let code, let respond):
+            // RFC 6749 §4.1.3, with the PKCE verifier (RFC 7636 §4.5).
+            var parameters = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI)]
+            if let pkce {
+                parameters.append(("code_verifier", pkce.verifier))
+            }
+            let outcome = self.exchange(parameters)
+            switch outcome {
+            case .success:
+                respond(200, "Signed in", "tokenproxy stored the tokens for \(self.provider.name). You can close this tab.")
+            case .failure(let error):
+                respond(502, "Login failed", "tokenproxy could not sign in: \(error.message). Return to the terminal.")
+            }
+            // Let the page go out before the listener closes.
+            server.drainWithin(seconds: 2)
+            return outcome
+        }
+    }
+
+    private func exchange(_ parameters: [(String, String)]) -> Result<LoginResult, LoginError> {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(self.tokenWait * 1000))
+        switch Blocking.wait({ done in self.client.request(parameters, deadline: deadline, completion: done) }) {
+        case .failure(let failure):
+            return .failure(LoginError(.exchangeFailed, failure.error.message))
+        case .success(let issued):
+            return self.storage.save(issued)
+        }
+    }
+}
+
+extension HTTPServer {
+    /// Stops accepting and waits (blocking) until open connections finished, `seconds` at most.
+    func drainWithin(seconds: Double) {
+        let semaphore = DispatchSemaphore(value: 0)
+        self.drain { semaphore.signal() }
+        _ = semaphore.wait(timeout: .now() + seconds)
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+
+/// Keeping what an interactive login obtained: under the provider's store lock, so a proxy
+/// refreshing at the same moment re-reads rather than overwriting the new tokens.
+struct LoginStorage {
+    let provider: ProviderConfiguration
+    let store: any TokenStore
+    let lockWait: Double
+
+    /// Stores `issued` as the provider's tokens, replacing what was there.
+    func save(_ issued: TokenEndpointClient.Issued) -> Result<LoginResult, LoginError> {
+        let grant = StoredGrant.issued(
+            issued,
+            defaultExpiresIn: self.provider.defaultExpiresIn,
+            previousRefreshToken: nil,
+            fingerprint: self.provider.tokenFingerprint()
+        )
+        do {
+            let lock = try self.store.lockProvider(
+                self.provider.name,
+                deadline: .now + .milliseconds(Int64(self.lockWait * 1000))
+            )
+            defer { lock.release() }
+            try self.store.update { $0.grants[self.provider.name] = grant }
+        } catch {
+            return .failure(LoginError(.store, "cannot store the tokens in \(self.store.location): \(error.message)"))
+        }
+        return .success(
+            LoginResult(
+                expiresIn: grant.expiresAt.map { $0.timeIntervalSinceNow },
+                hasRefreshToken: grant.refreshToken != nil,
+                scope: grant.scope
+            )
+        )
+    }
+}

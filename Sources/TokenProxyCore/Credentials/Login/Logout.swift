@@ -1,0 +1,134 @@
+import Foundation
+import Logging
+
+/// `tokenproxy logout`: revokes the provider's refresh token and access token at its
+/// revocation endpoint (RFC 7009) when one is known, then deletes them from the store.
+///
+/// A revocation the provider could not take now (503, another 5xx, 429, no connection) is
+/// kept in the store as pending and retried by the next `logout`, which also sends every
+/// other pending revocation. ``run()`` blocks its thread.
+public final class Logout: Sendable {
+    /// What happened to each token.
+    public struct Report: Sendable, Equatable {
+        /// Whether the store held tokens for the provider.
+        public var hadTokens = false
+        /// `token_type_hint`s revoked now, in order.
+        public var revoked: [String] = []
+        /// Revocations kept for later, each with the reason.
+        public var pending: [String] = []
+        /// Revocations the provider refused for good, each with the reason.
+        public var refused: [String] = []
+        /// Earlier pending revocations sent successfully this time.
+        public var retriedPending = 0
+        /// Whether no revocation endpoint was known (tokens deleted locally only).
+        public var noRevocationEndpoint = false
+    }
+
+    private let provider: ProviderConfiguration
+    private let client: TokenEndpointClient
+    private let store: any TokenStore
+    private let timeout: Double
+
+    /// A logout for `provider` from `store`.
+    public init(provider: ProviderConfiguration, fetcher: UpstreamFetcher, store: any TokenStore, limits: Limits) {
+        self.provider = provider
+        self.client = TokenEndpointClient(
+            provider: provider,
+            fetcher: fetcher,
+            connectTimeout: limits.upstreamConnectTimeoutSeconds
+        )
+        self.store = store
+        self.timeout = limits.tokenWaitSeconds
+    }
+
+    /// Revokes, deletes and reports; fails only when the store cannot be read or written.
+    public func run() -> Result<Report, TokenStoreError> {
+        var report = Report()
+        let name = self.provider.name
+        let lock: any TokenStoreLock
+        let contents: TokenStoreContents
+        do {
+            lock = try self.store.lockProvider(name, deadline: .now + .milliseconds(Int64(self.timeout * 1000)))
+            contents = try self.store.read()
+        } catch {
+            return .failure(error)
+        }
+        defer { lock.release() }
+        let grant = contents.grants[name]
+        report.hadTokens = grant?.accessToken != nil || grant?.refreshToken != nil
+
+        var newlyPending: [PendingRevocation] = []
+        if report.hadTokens, let grant {
+            let endpoint = Blocking.wait { done in self.client.endpoints(completion: done) }
+            if case .success(let endpoints) = endpoint, let url = endpoints.revocationEndpoint {
+                // The refresh token first: revoking it usually ends its access tokens too.
+                for (hint, token) in [("refresh_token", grant.refreshToken), ("access_token", grant.accessToken)] {
+                    guard let token else { continue }
+                    let revocation = PendingRevocation(
+                        provider: name,
+                        token: token,
+                        tokenTypeHint: hint,
+                        revocationURL: url,
+                        since: Date()
+                    )
+                    switch self.revoke(revocation) {
+                    case .revoked: report.revoked.append(hint)
+                    case .later(let reason):
+                        report.pending.append("\(hint): \(reason)")
+                        newlyPending.append(revocation)
+                    case .refused(let reason): report.refused.append("\(hint): \(reason)")
+                    }
+                }
+            } else {
+                report.noRevocationEndpoint = true
+            }
+        }
+
+        // Earlier pending revocations, of any provider.
+        var stillPending: [PendingRevocation] = []
+        for revocation in contents.pendingRevocations {
+            switch self.revoke(revocation) {
+            case .revoked, .refused: report.retriedPending += 1
+            case .later: stillPending.append(revocation)
+            }
+        }
+        let sent = Set(contents.pendingRevocations.map(\.token)).subtracting(stillPending.map(\.token))
+        do {
+            try self.store.update { contents in
+                contents.grants[name] = nil
+                contents.pendingRevocations.removeAll { sent.contains($0.token) }
+                contents.pendingRevocations.append(contentsOf: newlyPending)
+            }
+        } catch {
+            return .failure(error)
+        }
+        return .success(report)
+    }
+
+    private enum Outcome {
+        case revoked
+        case later(String)
+        case refused(String)
+    }
+
+    /// RFC 7009 §2.1 and §2.2: 200 means revoked (also for a token the server no longer
+    /// knows); 503 asks to try again later.
+    private func revoke(_ revocation: PendingRevocation) -> Outcome {
+        let form = [("token", revocation.token), ("token_type_hint", revocation.tokenTypeHint)]
+        let result = Blocking.wait { done in
+            self.client.post(form, to: revocation.revocationURL, timeout: self.timeout, completion: done)
+        }
+        switch result {
+        case .failure(let error):
+            return .later(error.message)
+        case .success(let response) where response.status == 200:
+            return .revoked
+        case .success(let response) where response.status == 429 || response.status >= 500:
+            return .later("HTTP \(response.status)")
+        case .success(let response):
+            let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
+            let error = object?["error"] as? String ?? "refused"
+            return .refused("\(error) (HTTP \(response.status))")
+        }
+    }
+}

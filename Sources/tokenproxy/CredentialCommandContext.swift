@@ -1,0 +1,37 @@
+import ArgumentParser
+import Logging
+import TokenProxyCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What `login`, `logout`, `token` and `status` share: the loaded configuration, the token
+/// store it names, and a libcurl engine for the provider's endpoints.
+struct CredentialCommandContext {
+    let configuration: ProxyConfiguration
+    let store: any TokenStore
+    let fetcher: UpstreamFetcher
+    let logger: Logger
+
+    /// Loads the configuration (exit 2 on problems, an open token store included).
+    init(options: ConfigOption) throws {
+        self.configuration = try ConfigLoader.load(options.path)
+        self.store = self.configuration.tokenStore.makeStore()
+        signal(SIGPIPE, SIG_IGN)
+        self.fetcher = UpstreamFetcher(engine: CurlEngineKind.poll.make())
+        var logger = Logger(label: "tokenproxy")
+        logger.logLevel = .warning
+        self.logger = logger
+    }
+
+    /// The provider named `name`, or exit 2 listing the configured ones.
+    func provider(_ name: String) throws -> ProviderConfiguration {
+        guard let provider = self.configuration.providers[name] else {
+            let known = self.configuration.providers.keys.sorted().joined(separator: ", ")
+            Console.error("no provider named \"\(name)\"; configured: \(known.isEmpty ? "none" : known)")
+            throw ExitStatus.configError
+        }
+        return provider
+    }
+}

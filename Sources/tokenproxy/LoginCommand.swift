@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import TokenProxyCore
+
+/// `tokenproxy login PROVIDER`: an interactive grant whose tokens go to the token store,
+/// where a running proxy finds them without a restart.
+struct LoginCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login",
+        abstract: "Run an interactive grant (authorization code, device code) and store the tokens."
+    )
+    @OptionGroup var options: ConfigOption
+    @Argument(help: "Provider name.") var provider: String
+
+    @Option(help: "Seconds to wait for the browser to come back (authorization_code).")
+    var timeout: Double = 300
+
+    @Flag(help: "Print the authorization URL without trying to open a browser.")
+    var noBrowser = false
+
+    func run() throws {
+        let context = try CredentialCommandContext(options: self.options)
+        let provider = try context.provider(self.provider)
+        let result: Result<LoginResult, LoginError>
+        switch provider.grant {
+        case .authorizationCode:
+            let login = AuthorizationCodeLogin(
+                provider: provider,
+                fetcher: context.fetcher,
+                store: context.store,
+                limits: context.configuration.limits,
+                logger: context.logger
+            )
+            result = login.run(timeout: self.timeout) { prompt in
+                Console.error("Open this URL in a browser to sign in to \(provider.name):\n\n  \(prompt.url)\n")
+                Console.error("Waiting for the browser to return to \(prompt.redirectURI) ...")
+                if !self.noBrowser {
+                    Browser.open(prompt.url)
+                }
+            }
+        case .deviceCode:
+            let login = DeviceCodeLogin(
+                provider: provider,
+                fetcher: context.fetcher,
+                store: context.store,
+                limits: context.configuration.limits
+            )
+            result = login.run { prompt in
+                Console.error("To sign in to \(provider.name), open\n\n  \(prompt.verificationURI)\n")
+                Console.error("and enter the code:  \(prompt.userCode)\n")
+                if let complete = prompt.verificationURIComplete {
+                    Console.error("(or open \(complete), which includes the code)\n")
+                }
+                Console.error("Waiting for approval (the code expires in \(Int(prompt.expiresIn / 60)) minutes) ...")
+            }
+        case .oauth1:
+            Console.error("tokenproxy login: the oauth1 three-legged login is not available in this version")
+            throw ExitStatus.runtimeFailure
+        default:
+            Console.error(
+                "provider \"\(provider.name)\" uses the \(provider.grant.rawValue) grant, which needs no login; "
+                    + "`tokenproxy token \(provider.name)` shows whether it works"
+            )
+            throw ExitStatus.configError
+        }
+        switch result {
+        case .failure(let error):
+            Console.error("login failed: \(error.message)")
+            throw ExitStatus.runtimeFailure
+        case .success(let login):
+            var details: [String] = []
+            if let expiresIn = login.expiresIn { details.append("access token valid for \(Int(expiresIn)) s") }
+            details.append(login.hasRefreshToken ? "refresh token stored" : "no refresh token issued")
+            if let scope = login.scope { details.append("scope: \(scope)") }
+            Console.error(
+                "Signed in to \(provider.name); tokens stored in \(context.store.location) (\(details.joined(separator: ", ")))."
+            )
+        }
+    }
+}
+
+/// Opening a URL in the person's browser when this session has a display.
+enum Browser {
+    static func open(_ url: String) {
+        let environment = ProcessEnvironment.variables
+        guard environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["xdg-open", url]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        // The URL is printed anyway; a missing xdg-open only means the person copies it.
+        try? process.run()
+    }
+}

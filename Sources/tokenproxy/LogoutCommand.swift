@@ -1,0 +1,58 @@
+import ArgumentParser
+import TokenProxyCore
+
+/// `tokenproxy logout PROVIDER`: revokes (RFC 7009) and deletes the stored tokens. Exits 1
+/// when a revocation is still pending or was refused, so scripts notice a token that may
+/// still be live at the provider.
+struct LogoutCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "logout",
+        abstract: "Revoke the provider's tokens and delete them from the store."
+    )
+    @OptionGroup var options: ConfigOption
+    @Argument(help: "Provider name.") var provider: String
+
+    func run() throws {
+        let context = try CredentialCommandContext(options: self.options)
+        let provider = try context.provider(self.provider)
+        let logout = Logout(
+            provider: provider,
+            fetcher: context.fetcher,
+            store: context.store,
+            limits: context.configuration.limits
+        )
+        let report: Logout.Report
+        switch logout.run() {
+        case .failure(let error):
+            Console.error("logout failed: \(error)")
+            throw ExitStatus.runtimeFailure
+        case .success(let done):
+            report = done
+        }
+        if !report.hadTokens {
+            Console.error("no tokens were stored for \(provider.name)")
+        } else if report.noRevocationEndpoint {
+            Console.error(
+                "deleted the tokens of \(provider.name); the provider has no revocation endpoint "
+                    + "(set revocation_url), so they stay valid there until they expire"
+            )
+        } else {
+            let revoked = report.revoked.isEmpty ? "nothing" : report.revoked.joined(separator: " and ")
+            Console.error("revoked \(revoked) and deleted the tokens of \(provider.name)")
+        }
+        for pending in report.pending {
+            Console.error(
+                "revocation pending (\(pending)): kept in the store and retried by the next `tokenproxy logout`"
+            )
+        }
+        for refused in report.refused {
+            Console.error("revocation refused: \(refused)")
+        }
+        if report.retriedPending > 0 {
+            Console.error("sent \(report.retriedPending) earlier pending revocation(s)")
+        }
+        if !report.pending.isEmpty || !report.refused.isEmpty {
+            throw ExitStatus.runtimeFailure
+        }
+    }
+}
