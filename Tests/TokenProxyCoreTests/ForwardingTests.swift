@@ -14,6 +14,7 @@ final class ForwardingFixture {
         provider: String = #"{"grant": "static", "token": "upstream-token-1"}"#,
         route: String = "",
         engine: (any CurlEngine)? = nil,
+        store: (any TokenStore)? = nil,
         logger: Logger = TestLogging.logger
     ) throws {
         self.upstream = try FakeUpstream()
@@ -32,6 +33,7 @@ final class ForwardingFixture {
             forwarder: CurlForwarder(
                 configuration: configuration,
                 engine: engine ?? ForwardingFixture.engine,
+                store: store,
                 logger: logger
             ),
             logger: logger

@@ -167,3 +167,12 @@ func eventually(_ condition: () -> Bool) -> Bool {
     }
     return condition()
 }
+
+/// The value `produce` gives once it gives one, trying for up to 10 seconds.
+func eventually<Value>(_ produce: () -> Value?) -> Value? {
+    for _ in 0..<500 {
+        if let value = produce() { return value }
+        usleep(20_000)
+    }
+    return produce()
+}

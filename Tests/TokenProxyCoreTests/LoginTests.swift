@@ -1,0 +1,238 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import TokenProxyCore
+
+/// What the interactive logins need in a test: a fake provider, its configuration, a
+/// store, and a "browser" that follows the authorization URL to the loopback callback.
+struct LoginFixture {
+    let provider: FakeOAuthProvider
+    let configuration: ProviderConfiguration
+    let store: any TokenStore
+    let fetcher = UpstreamFetcher(engine: ForwardingFixture.engine)
+
+    init(grant: String = "authorization_code", extra: String = "", store: (any TokenStore)? = nil) throws {
+        let provider = try FakeOAuthProvider()
+        self.provider = provider
+        let json = """
+            {"providers": {"app": {"grant": "\(grant)", "issuer": "\(provider.origin)", "client_id": "cli-1",
+              "scopes": ["read"], "allow_insecure_endpoints": true \(extra)}}, "routes": []}
+            """
+        self.configuration = try #require(TestProxy.configuration(json).providers["app"])
+        self.store = store ?? MemoryTokenStore()
+    }
+
+    var limits: Limits { Limits() }
+
+    func codeLogin() -> AuthorizationCodeLogin {
+        AuthorizationCodeLogin(
+            provider: self.configuration,
+            fetcher: self.fetcher,
+            store: self.store,
+            limits: self.limits,
+            logger: TestLogging.logger
+        )
+    }
+
+    /// GET `url` without following redirects.
+    func get(_ url: String) -> Result<UpstreamResponse, ProxyError> {
+        Blocking.wait { done in
+            self.fetcher.fetch(
+                UpstreamFetcher.Request(method: "GET", url: url, headers: HTTPHeaders(), allowPlainHTTP: true),
+                completion: done
+            )
+        }
+    }
+
+    /// Plays the browser: the authorization URL (which approves at once), then its redirect,
+    /// optionally rewritten first. Returns the callback page.
+    func browse(
+        _ url: String,
+        rewrite: @escaping @Sendable (String) -> String = { $0 }
+    ) -> Result<UpstreamResponse, ProxyError> {
+        self.get(url).flatMap { approval in
+            guard approval.status == 302, let location = approval.headers.first("Location") else {
+                return .failure(ProxyError(.badRequest, "the authorization endpoint did not redirect"))
+            }
+            return self.get(rewrite(location))
+        }
+    }
+}
+
+/// Runs `body` on a thread of its own (the browser acts while the login thread waits).
+private func onThread(_ body: @escaping @Sendable () -> Void) {
+    Thread.detachNewThread(body)
+}
+
+@Suite struct AuthorizationCodeLoginTests {
+    @Test func theCodeFlowRunsEndToEndAndTheProxyUsesTheResult() throws {
+        let fixture = try LoginFixture()
+        let upstream = try ForwardingFixture(
+            provider: #"{"grant": "authorization_code", "issuer": "\#(fixture.provider.origin)", "client_id": "cli-1", "scopes": ["read"], "allow_insecure_endpoints": true}"#,
+            store: fixture.store
+        )
+        // Before the login, the proxy asks for one.
+        let before = try upstream.client()
+        try before.send("GET /api/protected HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let refused = try before.readResponse()
+        #expect(refused.status == 401)
+        #expect(refused.header("X-Tokenproxy-Error") == "login_required")
+        #expect(String(decoding: refused.body, as: UTF8.self).contains("tokenproxy login svc"))
+
+        let page = Mutex<UpstreamResponse?>(nil)
+        let result = fixture.codeLogin().run(timeout: 30) { prompt in
+            #expect(prompt.redirectURI.hasPrefix("http://127.0.0.1:"))
+            #expect(prompt.redirectURI.hasSuffix("/callback"))
+            let url = prompt.url
+            onThread { page.withLock { $0 = try? fixture.browse(url).get() } }
+        }
+        let login = try result.get()
+        #expect(login.hasRefreshToken)
+        #expect(login.scope == "read")
+
+        let query = try #require(fixture.provider.authorizeRequests.first)
+        #expect(query["response_type"] == "code")
+        #expect(query["client_id"] == "cli-1")
+        #expect(query["scope"] == "read")
+        #expect(query["code_challenge_method"] == "S256")
+        #expect((query["code_challenge"] ?? "").count == 43)
+        #expect((query["state"] ?? "").count >= 32)
+        #expect(fixture.provider.count("authorization_code") == 1)
+
+        let callback = try #require(eventually { page.withLock { $0 } })
+        #expect(callback.status == 200)
+        #expect(callback.headers.first("Referrer-Policy") == "no-referrer")
+        #expect(String(decoding: callback.body, as: UTF8.self).contains("Signed in"))
+
+        let stored = try #require(try fixture.store.read().grants["app"])
+        #expect(stored.accessToken == "access-1")
+        #expect(stored.refreshToken == "refresh-1")
+
+        // The running proxy picks the login up without a restart. Its provider is named
+        // `svc` in the forwarding fixture, so copy the grant across as `login` would for it.
+        try fixture.store.update { $0.grants["svc"] = $0.grants["app"] }
+        let after = try upstream.client()
+        try after.send("GET /api/protected HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(try after.readResponse().status == 200)
+        #expect(upstream.upstream.requests.last?.headers.first("Authorization") == "Bearer access-1")
+    }
+
+    @Test(arguments: [
+        ("wrong state", "state=forged"),
+        ("missing state", ""),
+    ])
+    func aCallbackWithoutThisLoginsStateIsRefusedAndExchangesNothing(label: String, state: String) throws {
+        let fixture = try LoginFixture()
+        let forged = Mutex<UpstreamResponse?>(nil)
+        let result = fixture.codeLogin().run(timeout: 30) { prompt in
+            let url = prompt.url
+            onThread {
+                // First a forged callback, then the real browser.
+                let approval = try? fixture.get(url).get()
+                let location = approval?.headers.first("Location") ?? ""
+                let forgedURL =
+                    location.replacingOccurrences(of: #"state=[^&]*"#, with: state, options: .regularExpression)
+                forged.withLock { $0 = try? fixture.get(forgedURL).get() }
+                #expect(fixture.provider.count("authorization_code") == 0)
+                _ = fixture.get(location)
+            }
+        }
+        #expect(throws: Never.self) { try result.get() }
+        let refused = try #require(forged.withLock { $0 })
+        #expect(refused.status == 400)
+        #expect(String(decoding: refused.body, as: UTF8.self).contains("state"))
+        // Exactly one exchange: the real callback's.
+        #expect(fixture.provider.count("authorization_code") == 1)
+    }
+
+    @Test func aReplayedCallbackExchangesNothing() throws {
+        var machine = AuthorizationCallbackStateMachine(state: "s1", issuer: nil, issuerRequired: false)
+        let callback = [("code", "c1"), ("state", "s1")]
+        #expect(machine.request(path: "/callback", parameters: callback) == .exchange(code: "c1"))
+        guard case .refuse(400, _) = machine.request(path: "/callback", parameters: callback) else {
+            Issue.record("a replayed callback was not refused")
+            return
+        }
+    }
+
+    @Test func callbackRules() {
+        func judge(_ parameters: [(String, String)], issuer: String? = "https://as", required: Bool = false)
+            -> AuthorizationCallbackStateMachine.Action
+        {
+            var machine = AuthorizationCallbackStateMachine(state: "s1", issuer: issuer, issuerRequired: required)
+            return machine.request(path: "/callback", parameters: parameters)
+        }
+        #expect(judge([("code", "c"), ("state", "s1"), ("iss", "https://as/")]) == .exchange(code: "c"))
+        guard case .fail = judge([("code", "c"), ("state", "s1"), ("iss", "https://evil")]) else {
+            Issue.record("a foreign iss was accepted")
+            return
+        }
+        guard case .fail = judge([("code", "c"), ("state", "s1")], required: true) else {
+            Issue.record("a missing iss was accepted where the issuer always sends it")
+            return
+        }
+        guard case .refuse = judge([("code", "c"), ("state", "s1"), ("state", "s1")]) else {
+            Issue.record("a repeated state was accepted")
+            return
+        }
+        guard case .fail(let reason) = judge([("error", "access_denied"), ("state", "s1")]) else {
+            Issue.record("an error callback was not a failure")
+            return
+        }
+        #expect(reason.contains("access_denied"))
+        var machine = AuthorizationCallbackStateMachine(state: "s1", issuer: nil, issuerRequired: false)
+        guard case .refuse(404, _) = machine.request(path: "/favicon.ico", parameters: []) else {
+            Issue.record("another path was not refused")
+            return
+        }
+    }
+
+    @Test func aForeignIssuerEndsTheLoginWithoutAnExchange() throws {
+        let fixture = try LoginFixture()
+        fixture.provider.callbackIssuer = "https://attacker.example"
+        let result = fixture.codeLogin().run(timeout: 30) { prompt in
+            let url = prompt.url
+            onThread { _ = fixture.browse(url) }
+        }
+        #expect(throws: LoginError.self) { try result.get() }
+        #expect(fixture.provider.count("authorization_code") == 0)
+        #expect(try fixture.store.read().grants["app"] == nil)
+    }
+
+    @Test func aRefusalAtTheAuthorizationServerIsReported() throws {
+        let fixture = try LoginFixture()
+        fixture.provider.authorizationError = "access_denied"
+        let page = Mutex<UpstreamResponse?>(nil)
+        let result = fixture.codeLogin().run(timeout: 30) { prompt in
+            let url = prompt.url
+            onThread { page.withLock { $0 = try? fixture.browse(url).get() } }
+        }
+        guard case .failure(let error) = result else {
+            Issue.record("the login succeeded")
+            return
+        }
+        #expect(error.message.contains("access_denied"))
+        let callback = try #require(eventually { page.withLock { $0 } })
+        #expect(callback.status == 400)
+        #expect(String(decoding: callback.body, as: UTF8.self).contains("Login failed"))
+    }
+
+    @Test func withoutACallbackTheLoginTimesOut() throws {
+        let fixture = try LoginFixture()
+        let result = fixture.codeLogin().run(timeout: 0.5) { _ in }
+        guard case .failure(let error) = result else {
+            Issue.record("the login succeeded")
+            return
+        }
+        #expect(error.code == .timedOut)
+    }
+
+    @Test func pkceVerifierAndChallenge() {
+        // RFC 7636 Appendix B.
+        let pkce = PKCE(verifier: "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")
+        #expect(pkce.challenge == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")
+        #expect(PKCE().verifier.count >= 43)
+        #expect(PKCE().verifier != PKCE().verifier)
+    }
+}
