@@ -1,0 +1,74 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension FileTokenStore {
+    /// The start-up check (SPEC "Security rules", RFC 6819 §5.3.3): the store file, when it
+    /// exists, is a regular file of this user's that group and others cannot open; its
+    /// directory, when it exists, is not writable by group or others (who could replace the
+    /// file). A missing file is fine: the first write creates it 0600.
+    public func checkPermissions() throws(TokenStoreError) {
+        var info = stat()
+        if lstat(self.path, &info) == 0 {
+            if (info.st_mode & S_IFMT) == S_IFLNK {
+                throw TokenStoreError(.insecurePermissions, self.symbolicLinkProblem)
+            }
+            if let problem = Self.fileProblem(self.path, info) { throw problem }
+        } else if errno != ENOENT {
+            throw TokenStoreError(io: SystemError(call: "lstat(\(self.path))", errno: errno))
+        }
+        var directoryInfo = stat()
+        if stat(self.directory, &directoryInfo) == 0, directoryInfo.st_mode & 0o022 != 0 {
+            let mode = StoreFileSystem.octal(directoryInfo.st_mode)
+            throw TokenStoreError(
+                .insecurePermissions,
+                "the token store's directory \(self.directory) is writable by group or others (mode \(mode)), "
+                    + "who could replace the store; fix it with: chmod 700 \(self.directory) "
+                    + "(or set token_store.path to a private directory)"
+            )
+        }
+    }
+
+    /// Whether the store's path is a symbolic link.
+    var isSymbolicLink: Bool {
+        var info = stat()
+        return lstat(self.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
+    }
+
+    /// Why a symbolic link at the store's path is refused, and the fix.
+    var symbolicLinkProblem: String {
+        "\(self.path) is a symbolic link, which the token store does not follow (whoever can change the "
+            + "link could redirect the tokens); set token_store.path to the real file, or replace the link "
+            + "with the file itself"
+    }
+
+    /// Why the file described by `info` must not be used as a token store, or nil: not a
+    /// regular file, owned by another user, or with any group or other permission bit.
+    static func fileProblem(_ path: String, _ info: stat) -> TokenStoreError? {
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            return TokenStoreError(.io, "\(path) is not a regular file")
+        }
+        let user = geteuid()
+        if info.st_uid != user {
+            return TokenStoreError(
+                .insecurePermissions,
+                "\(path) belongs to uid \(info.st_uid), not to this user (uid \(user)); fix it with: "
+                    + "chown \(user) \(path) (or set token_store.path to a file of this user's)"
+            )
+        }
+        if info.st_mode & 0o077 != 0 {
+            return TokenStoreError(
+                .insecurePermissions,
+                "\(path) is open to group or others (mode \(StoreFileSystem.octal(info.st_mode))); "
+                    + "fix it with: chmod 600 \(path)"
+            )
+        }
+        return nil
+    }
+}
