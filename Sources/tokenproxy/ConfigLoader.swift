@@ -29,6 +29,24 @@ enum ConfigLoader {
         return configuration
     }
 
+    /// The token store the configuration names, checked before use: one that cannot be
+    /// decrypted or is open to others refuses start-up (exit 2); a corrupt one was moved
+    /// aside, which is reported, and the store starts empty.
+    static func openStore(_ configuration: ProxyConfiguration) throws -> any TokenStore {
+        let store = configuration.tokenStore.makeStore()
+        do {
+            _ = try store.read()
+        } catch {
+            if error.code == .corrupt || error.code == .unsupportedVersion {
+                Console.error("error: \(error)")
+            } else {
+                Console.error("\(error)")
+                throw ExitStatus.configError
+            }
+        }
+        return store
+    }
+
     private static func report(_ path: String, _ problems: [ConfigurationProblem]) {
         Console.error("\(path): \(problems.count) problem\(problems.count == 1 ? "" : "s"):")
         for problem in problems {

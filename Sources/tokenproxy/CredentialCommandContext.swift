@@ -17,7 +17,7 @@ struct CredentialCommandContext {
     /// Loads the configuration (exit 2 on problems, an open token store included).
     init(options: ConfigOption) throws {
         self.configuration = try ConfigLoader.load(options.path)
-        self.store = self.configuration.tokenStore.makeStore()
+        self.store = try ConfigLoader.openStore(self.configuration)
         signal(SIGPIPE, SIG_IGN)
         self.fetcher = UpstreamFetcher(engine: CurlEngineKind.poll.make())
         var logger = Logger(label: "tokenproxy")

@@ -30,6 +30,7 @@ struct ServeCommand: ParsableCommand {
         let logger = Logger(label: "tokenproxy")
 
         let configuration = try ConfigLoader.load(self.options.path, listen: self.listen)
+        let store = try ConfigLoader.openStore(configuration)
 
         // Writes to a closed client socket must fail with EPIPE, never kill the process.
         signal(SIGPIPE, SIG_IGN)
@@ -41,7 +42,12 @@ struct ServeCommand: ParsableCommand {
             )
             throw ExitStatus.configError
         }
-        let forwarder = CurlForwarder(configuration: configuration, engine: engineKind.make(), logger: logger)
+        let forwarder = CurlForwarder(
+            configuration: configuration,
+            engine: engineKind.make(),
+            store: store,
+            logger: logger
+        )
         let service = ProxyService(configuration: configuration, forwarder: forwarder, logger: logger)
         let bound: ProxyService.BoundAddresses
         do {

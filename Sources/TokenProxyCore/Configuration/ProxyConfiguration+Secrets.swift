@@ -51,9 +51,9 @@ extension ProxyConfiguration {
         return problems
     }
 
-    /// Secret files, service-account files and an existing token store that group or others
-    /// may read or write (RFC 6819 §5.3.3), each with the `chmod` that fixes it. These refuse
-    /// start-up.
+    /// Secret files and service-account files that group or others may read or write, and a
+    /// token store file or directory open to them or owned by another user (RFC 6819
+    /// §5.3.3), each with the command that fixes it. These refuse start-up.
     public func secretPermissionProblems() -> [ConfigurationProblem] {
         var problems: [ConfigurationProblem] = []
         for (path, secret) in self.secrets {
@@ -67,8 +67,12 @@ extension ProxyConfiguration {
                 problems.append(ConfigurationProblem(path: path, message: problem))
             }
         }
-        if case .file(let file, _) = self.tokenStore, let problem = Self.permissionProblem(file) {
-            problems.append(ConfigurationProblem(path: "token_store.path", message: problem))
+        if case .file(let file, _) = self.tokenStore {
+            do {
+                try FileTokenStore(path: file, encryptionKey: nil).checkPermissions()
+            } catch {
+                problems.append(ConfigurationProblem(path: "token_store.path", message: error.message))
+            }
         }
         return problems
     }
