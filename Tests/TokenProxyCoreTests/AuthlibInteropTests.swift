@@ -81,7 +81,11 @@ struct AuthlibInteropTests {
         let configuration = TestProxy.configuration(json)
         return try TestProxy(
             configuration,
-            forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine, logger: TestLogging.logger)
+            forwarder: CurlForwarder(
+                configuration: configuration,
+                engine: ForwardingFixture.engine,
+                logger: TestLogging.logger
+            )
         )
     }
 

@@ -274,7 +274,9 @@ struct TokenResponseParserTests {
             #"{"access_token":"t","token_type":"bearer","expires_in":"120","refresh_token":"r","scope":"a"}"#.utf8
         )
         let token = try TokenResponseParser.parse(status: 200, body: body).get()
-        #expect(token == TokenResponse(accessToken: "t", expiresIn: 120, refreshToken: "r", scope: "a", tokenType: "bearer"))
+        #expect(
+            token == TokenResponse(accessToken: "t", expiresIn: 120, refreshToken: "r", scope: "a", tokenType: "bearer")
+        )
     }
 
     @Test func oauthErrorsArePermanentOrNot() {

@@ -6,7 +6,8 @@ import Testing
 
 @Suite struct DeviceCodeLoginTests {
     /// Runs a device login whose waits are recorded instead of slept.
-    private func login(_ fixture: LoginFixture) -> (Result<LoginResult, LoginError>, [Double], [DeviceCodeLogin.Prompt]) {
+    private func login(_ fixture: LoginFixture) -> (Result<LoginResult, LoginError>, [Double], [DeviceCodeLogin.Prompt])
+    {
         let waits = Mutex<[Double]>([])
         let prompts = Mutex<[DeviceCodeLogin.Prompt]>([])
         let login = DeviceCodeLogin(
@@ -84,8 +85,13 @@ import Testing
     }
 
     private func logout(_ fixture: LoginFixture) throws -> Logout.Report {
-        try Logout(provider: fixture.configuration, fetcher: fixture.fetcher, store: fixture.store, limits: fixture.limits)
-            .run().get()
+        try Logout(
+            provider: fixture.configuration,
+            fetcher: fixture.fetcher,
+            store: fixture.store,
+            limits: fixture.limits
+        )
+        .run().get()
     }
 
     @Test func logoutRevokesBothTokensThenDeletesThem() throws {

@@ -69,7 +69,8 @@ private func onThread(_ body: @escaping @Sendable () -> Void) {
     @Test func theCodeFlowRunsEndToEndAndTheProxyUsesTheResult() throws {
         let fixture = try LoginFixture()
         let upstream = try ForwardingFixture(
-            provider: #"{"grant": "authorization_code", "issuer": "\#(fixture.provider.origin)", "client_id": "cli-1", "scopes": ["read"], "allow_insecure_endpoints": true}"#,
+            provider:
+                #"{"grant": "authorization_code", "issuer": "\#(fixture.provider.origin)", "client_id": "cli-1", "scopes": ["read"], "allow_insecure_endpoints": true}"#,
             store: fixture.store
         )
         // Before the login, the proxy asks for one.

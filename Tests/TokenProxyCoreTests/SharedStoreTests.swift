@@ -126,7 +126,8 @@ import Testing
     @Test func aLoginInOneProcessReachesARunningProxyInAnother() throws {
         let fixture = try TokenStoreFixture()
         let login = try LoginFixture(store: fixture.store())
-        let json = #"{"grant": "authorization_code", "issuer": "\#(login.provider.origin)", "client_id": "cli-1", "scopes": ["read"], "allow_insecure_endpoints": true}"#
+        let json =
+            #"{"grant": "authorization_code", "issuer": "\#(login.provider.origin)", "client_id": "cli-1", "scopes": ["read"], "allow_insecure_endpoints": true}"#
         let proxy = try ForwardingFixture(provider: json, store: fixture.store())
         let client = try proxy.client()
         try client.send("GET /api/protected HTTP/1.1\r\nHost: localhost\r\n\r\n")

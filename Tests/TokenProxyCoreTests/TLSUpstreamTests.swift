@@ -14,7 +14,11 @@ struct TLSUpstreamTests {
         let configuration = TestProxy.configuration(json)
         return try TestProxy(
             configuration,
-            forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine, logger: TestLogging.logger)
+            forwarder: CurlForwarder(
+                configuration: configuration,
+                engine: ForwardingFixture.engine,
+                logger: TestLogging.logger
+            )
         )
     }
 

@@ -83,13 +83,15 @@ public final class ProxyService: Sendable {
         self.server.openConnections + (self.adminServer?.openConnections ?? 0)
     }
 
-    /// Applies a new configuration to requests that start from now on. Listen addresses and
-    /// limits are fixed at start; a change to them is logged and needs a restart.
+    /// Applies a new configuration to requests that start from now on. Listen addresses,
+    /// limits and the token store are fixed at start; a change to them is logged and needs
+    /// a restart.
     public func reload(_ configuration: ProxyConfiguration) {
         if configuration.listen != self.configuration.listen || configuration.admin != self.configuration.admin
             || configuration.limits != self.configuration.limits
+            || configuration.tokenStore != self.configuration.tokenStore
         {
-            self.logger.warning("listen, admin and limits changes take effect after a restart")
+            self.logger.warning("listen, admin, limits and token_store changes take effect after a restart")
         }
         self.forwarder.reload(configuration)
         self.handler.reload(configuration)

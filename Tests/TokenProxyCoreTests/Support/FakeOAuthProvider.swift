@@ -81,7 +81,9 @@ final class FakeOAuthProvider: HTTPExchangeHandler, @unchecked Sendable {
                 let response = HTTPResponse(status: status, headers: headers, body: Array(json.utf8))
                 if delay > 0 {
                     let bound = QueueBound(exchange, queue: exchange.queue)
-                    DispatchQueue.global().asyncAfter(deadline: .now() + delay) { bound.execute { $0.respond(response) } }
+                    DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
+                        bound.execute { $0.respond(response) }
+                    }
                 } else {
                     exchange.respond(response)
                 }
@@ -194,7 +196,8 @@ final class FakeOAuthProvider: HTTPExchangeHandler, @unchecked Sendable {
         self.counter += 1
         let refresh = "refresh-\(self.counter)"
         self.liveRefreshTokens.insert(refresh)
-        return #"{"access_token": "access-\#(self.counter)", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "\#(refresh)", "scope": "read"}"#
+        return
+            #"{"access_token": "access-\#(self.counter)", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "\#(refresh)", "scope": "read"}"#
     }
 
     static func decode(_ text: String) -> [String: String] {

@@ -140,7 +140,11 @@ public final class AuthorizationCodeLogin: Sendable {
             let outcome = self.exchange(parameters)
             switch outcome {
             case .success:
-                respond(200, "Signed in", "tokenproxy stored the tokens for \(self.provider.name). You can close this tab.")
+                respond(
+                    200,
+                    "Signed in",
+                    "tokenproxy stored the tokens for \(self.provider.name). You can close this tab."
+                )
             case .failure(let error):
                 respond(502, "Login failed", "tokenproxy could not sign in: \(error.message). Return to the terminal.")
             }

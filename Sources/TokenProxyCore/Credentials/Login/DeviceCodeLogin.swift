@@ -77,7 +77,10 @@ public final class DeviceCodeLogin: Sendable {
         present(authorization.prompt)
 
         // RFC 8628 §3.4 and §3.5.
-        var machine = DevicePollingStateMachine(interval: authorization.interval, lifetime: authorization.prompt.expiresIn)
+        var machine = DevicePollingStateMachine(
+            interval: authorization.interval,
+            lifetime: authorization.prompt.expiresIn
+        )
         var action = machine.firstAction
         let parameters = [
             ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", authorization.deviceCode),

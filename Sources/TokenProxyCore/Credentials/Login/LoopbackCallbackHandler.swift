@@ -7,11 +7,12 @@ import Foundation
 /// code), no caching, and a Content-Security-Policy that allows nothing to load.
 final class LoopbackCallbackHandler: HTTPExchangeHandler {
     /// Receives a request; calls the responder once with the status and the page's message.
-    typealias Receiver = @Sendable (
-        _ path: String,
-        _ parameters: [(String, String)],
-        _ respond: @escaping @Sendable (_ status: Int, _ title: String, _ message: String) -> Void
-    ) -> Void
+    typealias Receiver =
+        @Sendable (
+            _ path: String,
+            _ parameters: [(String, String)],
+            _ respond: @escaping @Sendable (_ status: Int, _ title: String, _ message: String) -> Void
+        ) -> Void
 
     private let receive: Receiver
 
