@@ -147,7 +147,45 @@ private func onThread(_ body: @escaping @Sendable () -> Void) {
         #expect(fixture.provider.count("authorization_code") == 1)
     }
 
-    @Test func aReplayedCallbackExchangesNothing() throws {
+    @Test func aReplayedCallbackExchangesNothingAndNoSecretIsLogged() throws {
+        let logs = CapturedLogs()
+        let fixture = try LoginFixture()
+        fixture.provider.exchangeDelay = 0.5
+        let pages = Mutex<[UpstreamResponse]>([])
+        let login = AuthorizationCodeLogin(
+            provider: fixture.configuration,
+            fetcher: fixture.fetcher,
+            store: fixture.store,
+            limits: fixture.limits,
+            logger: logs.logger()
+        )
+        let result = login.run(timeout: 30) { prompt in
+            let url = prompt.url
+            onThread {
+                guard let approval = try? fixture.get(url).get(), let callback = approval.headers.first("Location")
+                else { return }
+                // The same callback twice, the second while the first code is being exchanged.
+                for delay in [0.0, 0.2] {
+                    onThread {
+                        Thread.sleep(forTimeInterval: delay)
+                        if let page = try? fixture.get(callback).get() {
+                            pages.withLock { $0.append(page) }
+                        }
+                    }
+                }
+            }
+        }
+        _ = try result.get()
+        let answered = try #require(eventually { pages.withLock { $0.count == 2 ? $0 : nil } })
+        #expect(answered.map(\.status).sorted() == [200, 400])
+        #expect(fixture.provider.count("authorization_code") == 1)
+        let code = try #require(fixture.provider.issuedCodes.first)
+        for secret in [code, "access-1", "refresh-1"] {
+            #expect(!logs.text.contains(secret))
+        }
+    }
+
+    @Test func aReplayedCallbackIsRefusedByTheStateMachine() throws {
         var machine = AuthorizationCallbackStateMachine(state: "s1", issuer: nil, issuerRequired: false)
         let callback = [("code", "c1"), ("state", "s1")]
         #expect(machine.request(path: "/callback", parameters: callback) == .exchange(code: "c1"))

@@ -43,6 +43,11 @@ final class FakeOAuthProvider: HTTPExchangeHandler, @unchecked Sendable {
     var issParameterSupported = true
     /// Delay before answering a refresh (to make concurrent refreshes overlap).
     var refreshDelay: Double = 0
+    /// Delay before answering a code exchange (to let a replayed callback arrive meanwhile).
+    var exchangeDelay: Double = 0
+    /// The codes issued, in order.
+    var issuedCodes: [String] { self.lock.withLock { self.codeLog } }
+    private var codeLog: [String] = []
 
     init() throws {
         self.server = try TestHTTPServer(handler: self)
@@ -123,6 +128,7 @@ final class FakeOAuthProvider: HTTPExchangeHandler, @unchecked Sendable {
                         challenge: query["code_challenge"]
                     )
                 }
+                self.lock.withLock { self.codeLog.append(code) }
                 parameters.append(("code", code))
             }
             if let state = query["state"] { parameters.append(("state", state)) }
@@ -170,7 +176,7 @@ final class FakeOAuthProvider: HTTPExchangeHandler, @unchecked Sendable {
                             return (400, #"{"error": "invalid_grant", "error_description": "PKCE"}"#, 0)
                         }
                     }
-                    return (200, self.issue(), 0)
+                    return (200, self.issue(), self.exchangeDelay)
                 case "refresh_token":
                     guard let token = form["refresh_token"], self.liveRefreshTokens.remove(token) != nil else {
                         return (400, #"{"error": "invalid_grant"}"#, 0)
