@@ -20,11 +20,15 @@ import Testing
     }
 
     /// A registry as one process would have it: its own store instance on the shared file.
-    private func process(_ configuration: ProxyConfiguration, _ fixture: TokenStoreFixture) -> CredentialRegistry {
+    private func process(
+        _ configuration: ProxyConfiguration,
+        _ fixture: TokenStoreFixture,
+        key: String? = nil
+    ) -> CredentialRegistry {
         CredentialRegistry(
             configuration: configuration,
             fetcher: UpstreamFetcher(engine: ForwardingFixture.engine),
-            store: fixture.store(),
+            store: fixture.store(key: key),
             logger: TestLogging.logger
         )
     }
@@ -107,6 +111,21 @@ import Testing
             return
         }
         #expect(again.code == .loginRequired)
+        #expect(provider.count("refresh_token") == 1)
+    }
+
+    @Test func aStoreThatCannotBeDecryptedSpendsNoRefreshToken() throws {
+        let provider = try FakeOAuthProvider()
+        provider.acceptRefreshToken("seed-1")
+        let fixture = try TokenStoreFixture()
+        let configuration = self.configuration(provider, store: fixture)
+        _ = try self.token(self.process(configuration, fixture, key: "key-one")).get()
+        guard case .failure(let error) = self.token(self.process(configuration, fixture, key: "key-two")) else {
+            Issue.record("a token was obtained without reading the store")
+            return
+        }
+        #expect(error.code == .tokenUnavailable)
+        #expect(error.message.contains("cannot be decrypted"))
         #expect(provider.count("refresh_token") == 1)
     }
 

@@ -89,9 +89,13 @@ final class OAuthGrantSource: CredentialSource {
         var record: StoredGrant?
         do {
             record = try self.store.read().grants[name]
+        } catch where error.code == .corrupt || error.code == .unsupportedVersion {
+            // The unusable file was moved aside (the error says where); carry on without it.
+            self.logger.error("token store moved aside", metadata: ["provider": "\(name)", "error": "\(error)"])
         } catch {
-            // A corrupt store was moved aside (the error says where); carry on without it.
-            self.logger.error("token store unusable", metadata: ["provider": "\(name)", "error": "\(error)"])
+            // Unreadable now (a changed key, permissions): spending a refresh token whose
+            // successor could not be stored would lose the chain, so ask nothing.
+            return .failure(self.failure(error.description))
         }
         if let stored = record, stored.configFingerprint != fingerprint {
             record = nil
