@@ -89,7 +89,7 @@ final class OAuthGrantSource: CredentialSource {
         var record: StoredGrant?
         do {
             record = try self.store.read().grants[name]
-        } catch where error.code == .corrupt || error.code == .unsupportedVersion {
+        } catch  where error.code == .corrupt || error.code == .unsupportedVersion {
             // The unusable file was moved aside (the error says where); carry on without it.
             self.logger.error("token store moved aside", metadata: ["provider": "\(name)", "error": "\(error)"])
         } catch {
