@@ -88,10 +88,14 @@ struct RequestPolicyTests {
     }
 
     @Test func dotSegmentsAreFoundLiteralOrEncoded() {
-        for path in ["/..", "/a/..", "/a/../b", "/./a", "/a/%2E%2e/b", "/a/.%2e", "/a/%2e"] {
+        for path in ["/..", "/a/..", "/a/../b", "/./a", "/a/%2E%2e/b", "/a/.%2e", "/a/%2e", "..", "/a/%2e/", "//./"] {
             #expect(RequestPolicy.hasDotSegment(path), "\(path)")
         }
-        for path in ["/", "/a..b", "/.well-known/x", "/a/...", "/%2e%2e%2e", "/a/b."] {
+        for path in [
+            "/", "/a..b", "/.well-known/x", "/a/...", "/%2e%2e%2e", "/a/b.", "/%2", "/%", "/.%2", "/%2f..", "/a%2e",
+            "//",
+            "/%2e%2f", "/.%",
+        ] {
             #expect(!RequestPolicy.hasDotSegment(path), "\(path)")
         }
     }

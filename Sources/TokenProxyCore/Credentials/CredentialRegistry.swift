@@ -5,14 +5,21 @@ import Synchronization
 /// A reload keeps the sources (and their cached tokens) of providers whose configuration did
 /// not change.
 public final class CredentialRegistry: Sendable {
-    /// A provider's source and formatter.
-    public struct Entry: Sendable {
+    /// A provider's source and formatter. A class, so handing one to each request is a
+    /// reference count rather than a copy of the provider's whole configuration.
+    public final class Entry: Sendable {
         /// Where tokens come from.
-        public var source: any CredentialSource
+        public let source: any CredentialSource
         /// How a token becomes a header.
-        public var formatter: CredentialFormatter
+        public let formatter: CredentialFormatter
         /// The configuration the entry was built from.
-        public var configuration: ProviderConfiguration
+        public let configuration: ProviderConfiguration
+
+        init(source: any CredentialSource, formatter: CredentialFormatter, configuration: ProviderConfiguration) {
+            self.source = source
+            self.formatter = formatter
+            self.configuration = configuration
+        }
     }
 
     private let entries: Mutex<[String: Entry]>

@@ -92,12 +92,39 @@ public struct RequestPolicy: Sendable {
         return self.isAllowed(authority: String(rest))
     }
 
-    /// Whether any segment of `path` is `.` or `..`, literally or percent-encoded.
+    /// Whether any segment of `path` is `.` or `..`, literally or percent-encoded
+    /// (`%2e`, `%2E`). Scans the bytes once: this runs for every request.
     static func hasDotSegment(_ path: String) -> Bool {
-        path.split(separator: "/", omittingEmptySubsequences: false).contains { segment in
-            let decoded = segment.lowercased().replacingOccurrences(of: "%2e", with: ".")
-            return decoded == "." || decoded == ".."
+        let bytes = path.utf8
+        var index = bytes.startIndex
+        var dots = 0
+        var other = false
+        while true {
+            guard index != bytes.endIndex, bytes[index] != UInt8(ascii: "/") else {
+                if !other, dots == 1 || dots == 2 { return true }
+                if index == bytes.endIndex { return false }
+                dots = 0
+                other = false
+                bytes.formIndex(after: &index)
+                continue
+            }
+            if bytes[index] == UInt8(ascii: ".") {
+                dots += 1
+                bytes.formIndex(after: &index)
+            } else if bytes[index] == UInt8(ascii: "%"), Self.isEncodedDot(bytes[index...].dropFirst()) {
+                dots += 1
+                bytes.formIndex(&index, offsetBy: 3)
+            } else {
+                other = true
+                bytes.formIndex(after: &index)
+            }
         }
+    }
+
+    /// Whether `rest` starts with `2e` or `2E`, the rest of a percent-encoded dot.
+    private static func isEncodedDot(_ rest: Substring.UTF8View.SubSequence) -> Bool {
+        var iterator = rest.makeIterator()
+        return iterator.next() == UInt8(ascii: "2") && iterator.next().map { $0 | 0x20 } == UInt8(ascii: "e")
     }
 }
 

@@ -43,7 +43,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
 
     /// Removes every field whose lowercased name is in `lowercasedNames`.
     public mutating func remove(lowercasedNames: Set<String>) {
-        self.fields.removeAll { lowercasedNames.contains($0.name.lowercased()) }
+        // Compared without lowercasing each field's name: the set is small, the fields many.
+        self.fields.removeAll { field in lowercasedNames.contains { field.name.equalsIgnoringASCIICase($0) } }
     }
 
     /// The values of every field named `name`, in order.
@@ -85,9 +86,37 @@ extension StringProtocol {
         let a = self.utf8
         let b = other.utf8
         guard a.count == b.count else { return false }
-        return zip(a, b).allSatisfy { x, y in
-            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+        // Native strings expose their bytes: compare those directly, since this runs for
+        // header fields of every request and response.
+        let fast = a.withContiguousStorageIfAvailable { x in
+            b.withContiguousStorageIfAvailable { y in Self.equalsIgnoringASCIICase(x, y) }
         }
+        if let fast, let result = fast {
+            return result
+        }
+        return Self.equalsIgnoringASCIICase(Array(a), Array(b))
+    }
+
+    private static func equalsIgnoringASCIICase(
+        _ x: some RandomAccessCollection<UInt8>,
+        _ y: some RandomAccessCollection<UInt8>
+    ) -> Bool {
+        guard x.count == y.count else { return false }
+        var i = x.startIndex
+        var j = y.startIndex
+        while i != x.endIndex {
+            let left = x[i]
+            let right = y[j]
+            if left != right {
+                let folded = left | 0x20
+                guard folded == right | 0x20, folded >= UInt8(ascii: "a"), folded <= UInt8(ascii: "z") else {
+                    return false
+                }
+            }
+            x.formIndex(after: &i)
+            y.formIndex(after: &j)
+        }
+        return true
     }
 
     /// The string without leading and trailing spaces and horizontal tabs (RFC 9110 OWS).

@@ -42,7 +42,7 @@ struct ResponseEncoder: Sendable {
             // Field names and values come from the upstream or our own code; anything that could
             // split the header section is dropped rather than sent (RFC 9110 §5.5).
             guard HTTPGrammar.isToken(field.name), HTTPGrammar.isValidFieldValue(field.value.utf8),
-                !Self.framingHeaders.contains(field.name.lowercased())
+                !Self.framingHeaders.contains(where: { field.name.equalsIgnoringASCIICase($0) })
             else { continue }
             bytes.append(contentsOf: field.name.utf8)
             bytes.append(contentsOf: ": ".utf8)

@@ -29,6 +29,8 @@ public final class CurlDispatchEngine: CurlEngine, @unchecked Sendable {
     private var closeDeferred: Set<curl_socket_t> = []
     private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
     private var outboxes: [CurlTransfer] = []
+    /// Idle easy handles (engine thread only).
+    private var easyPool = CurlEasyPool()
     private let timer: DispatchSourceTimer
     private let deadlineTimer: DispatchSourceTimer
     private var timeoutPending = false
@@ -97,6 +99,16 @@ public final class CurlDispatchEngine: CurlEngine, @unchecked Sendable {
     public func configure(_ easy: UnsafeMutableRawPointer) {
         _ = tp_easy_setopt_closesocket_callback(easy, dispatchCloseSocketCallback)
         _ = tp_easy_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// A reused or new easy handle (engine thread).
+    public func takeEasyHandle() -> UnsafeMutableRawPointer? {
+        self.easyPool.take()
+    }
+
+    /// Keeps `easy` for the next transfer (engine thread).
+    public func recycle(_ easy: UnsafeMutableRawPointer) {
+        self.easyPool.recycle(easy)
     }
 
     // MARK: libcurl callbacks (on the queue, inside libcurl calls)

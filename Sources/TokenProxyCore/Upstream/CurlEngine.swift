@@ -16,6 +16,10 @@ public protocol CurlEngine: AnyObject, Sendable {
     func outboxReady(_ transfer: CurlTransfer)
     /// Sets engine-specific options on a new easy handle (called on the engine).
     func configure(_ easy: UnsafeMutableRawPointer)
+    /// An easy handle with default options, reused when one is idle (called on the engine).
+    func takeEasyHandle() -> UnsafeMutableRawPointer?
+    /// Takes back a transfer's easy handle once it left the multi handle (called on the engine).
+    func recycle(_ easy: UnsafeMutableRawPointer)
 }
 
 /// The engine kinds, for `serve` and `bench/`.

@@ -26,6 +26,8 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
     /// Transfers with something for their client, delivered at the end of the loop iteration.
     private var outboxes: [CurlTransfer] = []
     private var thread: Thread?
+    /// Idle easy handles (engine thread only).
+    private var easyPool = CurlEasyPool()
 
     /// Creates an engine and starts its event thread.
     public init(name: String = "tokenproxy.curl") {
@@ -62,6 +64,16 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
 
     /// Nothing to add per easy handle: libcurl closes its own sockets here.
     public func configure(_ easy: UnsafeMutableRawPointer) {}
+
+    /// A reused or new easy handle (engine thread).
+    public func takeEasyHandle() -> UnsafeMutableRawPointer? {
+        self.easyPool.take()
+    }
+
+    /// Keeps `easy` for the next transfer (engine thread).
+    public func recycle(_ easy: UnsafeMutableRawPointer) {
+        self.easyPool.recycle(easy)
+    }
 
     private func send(_ command: Command) {
         self.commands.withLock { $0.append(command) }

@@ -124,7 +124,7 @@ public final class CurlTransfer: @unchecked Sendable {
     /// Creates and configures the easy handle; nil (after answering the client) on failure.
     func prepare(engine: any CurlEngine) -> UnsafeMutableRawPointer? {
         self.engine = engine
-        guard let easy = curl_easy_init() else {
+        guard let easy = engine.takeEasyHandle() else {
             self.fail(
                 ProxyError(.upstreamUnreachable, "cannot create a transfer", route: self.route, provider: self.provider)
             )
@@ -155,7 +155,10 @@ public final class CurlTransfer: @unchecked Sendable {
         set(tp_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2))
         set(tp_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
         set(tp_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
-        set(tp_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 128 * 1024))
+        // A size for fewer, larger write callbacks on downloads. libcurl refuses to change it
+        // on a reused handle whose buffer already exists (it then keeps its default read
+        // size), so the result is not checked: it is a speed setting, not a safety one.
+        _ = tp_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 128 * 1024)
         set(tp_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(self.options.connectTimeout * 1000)))
         if let caFile = self.options.caFile {
             set(tp_easy_setopt_string(easy, CURLOPT_CAINFO, caFile))
@@ -233,10 +236,15 @@ public final class CurlTransfer: @unchecked Sendable {
         curl_easy_pause(easy, tp_pause_cont())
     }
 
-    /// Frees the easy handle; called after it was removed from the multi handle.
+    /// Gives the easy handle back to the engine (or frees it); called after it was removed
+    /// from the multi handle.
     func release() {
         if let easy = self.easy {
-            curl_easy_cleanup(easy)
+            if let engine = self.engine {
+                engine.recycle(easy)
+            } else {
+                curl_easy_cleanup(easy)
+            }
             self.easy = nil
         }
         curl_slist_free_all(self.headerList)

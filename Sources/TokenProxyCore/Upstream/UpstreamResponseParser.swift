@@ -90,20 +90,24 @@ struct UpstreamResponseParser: Sendable {
     func head(requestIsHead: Bool, relay: CurlTransfer.Relay?) -> HTTPResponseHead {
         let status = self.status ?? 502
         var headers = HTTPHeaders()
-        let connectionNamed = Set(
-            self.fields.filter { $0.0.equalsIgnoringASCIICase("connection") }
-                .flatMap { $0.1.split(separator: ",").map { $0.trimmingHTTPWhitespace().lowercased() } }
-        )
+        // Field names the upstream's Connection header lists are hop-by-hop too (RFC 9110
+        // §7.6.1). Most answers have none, so nothing is built for them.
+        var connectionNamed: [Substring] = []
+        for (name, value) in self.fields where name.equalsIgnoringASCIICase("connection") {
+            for option in value.split(separator: ",") {
+                connectionNamed.append(Substring(option.trimmingHTTPWhitespace()))
+            }
+        }
         var contentLength: Int64?
         for (name, value) in self.fields {
-            let lowered = name.lowercased()
-            if lowered == "content-length" {
+            if name.equalsIgnoringASCIICase("content-length") {
                 contentLength = Int64(value)
+                continue
             }
-            guard !Self.hopByHop.contains(lowered), !connectionNamed.contains(lowered),
+            guard !Self.isHopByHop(name), !connectionNamed.contains(where: { name.equalsIgnoringASCIICase($0) }),
                 HTTPGrammar.isValidFieldValue(value.utf8)
             else { continue }
-            if lowered == "location", let relay {
+            if let relay, name.equalsIgnoringASCIICase("location") {
                 headers.add(name: name, value: Self.rewriteLocation(value, match: relay.match, base: relay.base))
             } else {
                 headers.add(name: name, value: value)
@@ -115,6 +119,14 @@ struct UpstreamResponseParser: Sendable {
         }
         return head
     }
+
+    /// Whether `name` is in ``hopByHop``, compared without building a lowercased copy: this
+    /// runs for every field of every response.
+    static func isHopByHop(_ name: String) -> Bool {
+        Self.hopByHopNames.contains { name.equalsIgnoringASCIICase($0) }
+    }
+
+    private static let hopByHopNames = Array(hopByHop)
 
     /// A `Location` pointing into the route's upstream (same origin, under its base path)
     /// becomes the matching path on the proxy, so the client's next request goes through the
