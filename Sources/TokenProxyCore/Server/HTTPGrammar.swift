@@ -12,12 +12,22 @@ enum HTTPGrammar {
 
     /// Whether `bytes` is a non-empty token.
     static func isToken(_ bytes: some Sequence<UInt8>) -> Bool {
+        // Contiguous bytes (a native String's UTF-8, a buffer) take the fast path: this runs
+        // for every header field in both directions.
+        if let result = bytes.withContiguousStorageIfAvailable(Self.isToken(buffer:)) {
+            return result
+        }
         var empty = true
         for byte in bytes {
             guard tokenCharacters[Int(byte)] else { return false }
             empty = false
         }
         return !empty
+    }
+
+    private static func isToken(buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        !buffer.isEmpty
+            && Self.tokenCharacters.withUnsafeBufferPointer { table in buffer.allSatisfy { table[Int($0)] } }
     }
 
     /// Whether `name` is a valid field name.
@@ -28,7 +38,14 @@ enum HTTPGrammar {
     /// Whether `value` may be sent as a field value: no CR, LF, NUL or other control
     /// character except HTAB (RFC 9110 §5.5).
     static func isValidFieldValue(_ value: some Sequence<UInt8>) -> Bool {
-        value.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+        if let result = value.withContiguousStorageIfAvailable({ $0.allSatisfy(Self.isFieldValueByte) }) {
+            return result
+        }
+        return value.allSatisfy(Self.isFieldValueByte)
+    }
+
+    private static func isFieldValueByte(_ byte: UInt8) -> Bool {
+        byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
     }
 
     static func isHexDigit(_ byte: UInt8) -> Bool {

@@ -68,7 +68,9 @@ public struct UpstreamURL: Sendable, Equatable {
     /// setters would re-case `%2F` escapes, which breaks signed URLs). The result is parsed
     /// again and must have exactly the base's scheme, host and port.
     public static func build(base: Base, path: String, query: String?) throws(Failure) -> String {
-        guard path.isEmpty || path.hasPrefix("/"), !path.contains("#"), !(query?.contains("#") ?? false) else {
+        let hash = UInt8(ascii: "#")
+        guard path.isEmpty || path.hasPrefix("/"), !path.utf8.contains(hash), !(query?.utf8.contains(hash) ?? false)
+        else {
             throw Failure(description: "invalid request path")
         }
         var fullPath = base.path + path
@@ -85,7 +87,7 @@ public struct UpstreamURL: Sendable, Equatable {
         guard let handle = curl_url() else { throw Failure(description: "out of memory") }
         defer { curl_url_cleanup(handle) }
         guard curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK,
-            Self.part(handle, CURLUPART_SCHEME)?.lowercased() == base.scheme,
+            Self.part(handle, CURLUPART_SCHEME)?.equalsIgnoringASCIICase(base.scheme) == true,
             Self.part(handle, CURLUPART_HOST) == base.host,
             Self.part(handle, CURLUPART_PORT) == base.port
         else {
