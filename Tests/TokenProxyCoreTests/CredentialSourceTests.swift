@@ -143,7 +143,9 @@ struct CredentialSourceTests {
 
     @Test func aHangingCommandIsKilledAtItsTimeout() throws {
         let scripts = try ScriptDirectory()
-        let command = try scripts.script("token", "sleep 30\necho late")
+        // The script's own child holds stdout too: it must be ended with the script.
+        let pidFile = scripts.path("child.pid")
+        let command = try scripts.script("token", "sleep 30 &\necho $! > \(pidFile)\nwait\necho late")
         let source = CommandCredentialSource(
             name: "cmd",
             argv: [command],
@@ -156,6 +158,15 @@ struct CredentialSourceTests {
             return
         }
         #expect(error.message.contains("timed out"))
+        let child = try #require(
+            Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+        )
+        // Gone, or a zombie waiting for init to reap it.
+        func ended() -> Bool {
+            guard let stat = try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8) else { return true }
+            return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
+        }
+        #expect(eventually(ended), "the script's child is still running")
     }
 
     @Test(arguments: ["", "two words", #"{"token": "x"}"#, #"{"access_token": "x", "expires_in": -5}"#, "{not json"])

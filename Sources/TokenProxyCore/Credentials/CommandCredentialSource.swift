@@ -140,22 +140,37 @@ enum CommandRunner {
         } catch {
             throw Failure(description: "cannot start \(program): \(error.localizedDescription)")
         }
+        // The child leads a process group of its own (Foundation's Process starts it so), and
+        // the whole group is signalled at the timeout: a script's own children (a `sleep`, a
+        // hung `curl`) hold the output pipes too, and reading ends only when they are gone.
+        let group = process.processIdentifier
         let timedOut = Atomic<Bool>(false)
+        let hardKill = DispatchWorkItem { kill(-group, SIGKILL) }
         let killer = DispatchWorkItem {
             timedOut.store(true, ordering: .relaxed)
-            process.terminate()
+            kill(-group, SIGTERM)
+            DispatchQueue.global().asyncAfter(deadline: .now() + 1, execute: hardKill)
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
         let errors = Mutex(Data())
-        let group = DispatchGroup()
-        DispatchQueue.global().async(group: group) {
+        let errorsRead = DispatchSemaphore(value: 0)
+        // A thread of its own: the read blocks until the program exits.
+        Thread.detachNewThread {
             let data = stderr.fileHandleForReading.readDataToEndOfFile()
             errors.withLock { $0 = data }
+            errorsRead.signal()
         }
         let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        process.waitUntilExit()
+        errorsRead.wait()
+        // Both pipes are closed. Signals stop here, before the program is reaped (after
+        // that its id could name another process group); one still running without its
+        // output is ended now.
         killer.cancel()
+        hardKill.cancel()
+        if process.isRunning {
+            kill(-group, SIGKILL)
+        }
+        process.waitUntilExit()
         let errorText = String(decoding: errors.withLock { $0 }.suffix(1024), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         return Output(
