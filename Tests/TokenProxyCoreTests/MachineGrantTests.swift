@@ -40,14 +40,15 @@ struct MachineGrantTests {
         #expect(sent == ["Bearer a1", "Bearer a2", "Bearer a3"])
     }
 
-    @Test func invalidGrantForgetsTheRefreshTokenAndAsksForALogin() throws {
+    @Test func invalidGrantForgetsTheRefreshTokenAndAsksForANewOne() throws {
         let auth = try FakeAuthorizationServer()
         auth.enqueue(.init(status: 400, body: #"{"error": "invalid_grant", "error_description": "revoked"}"#))
         let fixture = try self.fixture(auth, #""grant": "refresh_token", "refresh_token": "r1""#)
         let first = try self.get(fixture)
         #expect(first.status == 401)
         #expect(first.header("X-Tokenproxy-Error") == "login_required")
-        #expect(first.bodyText.contains("tokenproxy login svc"))
+        // A refresh_token provider gets a new seed from its configuration, not from a login.
+        #expect(first.bodyText.contains("configure a new refresh_token for provider svc"))
         // The dead refresh token is never sent again.
         #expect(try self.get(fixture).status == 401)
         #expect(auth.requests.count == 1)

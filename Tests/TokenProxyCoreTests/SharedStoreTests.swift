@@ -114,6 +114,39 @@ import Testing
         #expect(provider.count("refresh_token") == 1)
     }
 
+    @Test func aRotatedRefreshTokenThatCannotBeWrittenIsKeptInMemory() throws {
+        let provider = try FakeOAuthProvider()
+        provider.acceptRefreshToken("seed-1")
+        let fixture = try TokenStoreFixture()
+        let failing = Mutex(true)
+        let store = fixture.store(faults: { step throws(TokenStoreError) in
+            if step == .rename, failing.withLock({ $0 }) {
+                throw TokenStoreError(.io, "rename: No space left on device")
+            }
+        })
+        let registry = CredentialRegistry(
+            configuration: self.configuration(provider, store: fixture),
+            fetcher: UpstreamFetcher(engine: ForwardingFixture.engine),
+            store: store,
+            logger: TestLogging.logger
+        )
+        let first = try self.token(registry).get()
+        #expect(first.value == "access-1")
+        #expect(try fixture.store().read().grants["app"] == nil)
+
+        // The next refresh spends the rotated token held in memory, not the spent seed.
+        try #require(registry.entry("app")).source.invalidate(first)
+        let second = try self.token(registry).get()
+        #expect(second.value == "access-2")
+        #expect(provider.count("refresh_token") == 2)
+
+        // Once the disk takes writes again, the newest token reaches the store.
+        failing.withLock { $0 = false }
+        try #require(registry.entry("app")).source.invalidate(second)
+        #expect(try self.token(registry).get().value == "access-3")
+        #expect(try fixture.store().read().grants["app"]?.refreshToken == "refresh-3")
+    }
+
     @Test func aStoreThatCannotBeDecryptedSpendsNoRefreshToken() throws {
         let provider = try FakeOAuthProvider()
         provider.acceptRefreshToken("seed-1")

@@ -130,6 +130,8 @@ public final class AuthorizationCodeLogin: Sendable {
         }
         switch result {
         case .failed(let reason):
+            // Let the failure page go out before the listener closes.
+            server.drainWithin(seconds: 2)
             return .failure(LoginError(.callbackRejected, reason))
         case .code(let code, let respond):
             // RFC 6749 §4.1.3, with the PKCE verifier (RFC 7636 §4.5).

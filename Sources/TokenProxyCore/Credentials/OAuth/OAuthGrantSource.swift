@@ -22,6 +22,10 @@ final class OAuthGrantSource: CredentialSource {
     private let logger: Logger
     /// The last access token a 401 refused: never taken back from the store.
     private let refused = Mutex<String?>(nil)
+    /// Tokens obtained but not yet written (the store could not be written): newer than
+    /// anything in the store, so used in its place and written by the next fetch. Without
+    /// this, a refresh token rotated by that answer would be lost and the spent one sent again.
+    private let unsaved = Mutex<StoredGrant?>(nil)
 
     init(
         provider: ProviderConfiguration,
@@ -97,6 +101,12 @@ final class OAuthGrantSource: CredentialSource {
             // successor could not be stored would lose the chain, so ask nothing.
             return .failure(self.failure(error.description))
         }
+        if let pending = self.unsaved.withLock({ $0 }), pending.configFingerprint == fingerprint {
+            record = pending
+            if self.save({ $0 = pending }) {
+                self.unsaved.withLock { $0 = nil }
+            }
+        }
         if let stored = record, stored.configFingerprint != fingerprint {
             record = nil
         }
@@ -112,7 +122,7 @@ final class OAuthGrantSource: CredentialSource {
         switch self.provider.grant {
         case .refreshToken:
             if record?.needsLogin == true {
-                return .failure(self.loginRequired("the refresh token was refused (invalid_grant)"))
+                return .failure(self.refreshRefused())
             }
             refreshToken = record?.refreshToken ?? (try? self.provider.refreshToken?.resolve()).flatMap { $0 }
         case .authorizationCode, .deviceCode:
@@ -138,7 +148,9 @@ final class OAuthGrantSource: CredentialSource {
                 previousRefreshToken: refreshToken,
                 fingerprint: fingerprint
             )
-            self.save { $0 = grant }
+            if !self.save({ $0 = grant }) {
+                self.unsaved.withLock { $0 = grant }
+            }
             let lifetime = issued.response.expiresIn ?? self.provider.defaultExpiresIn
             return .success(
                 AccessToken(
@@ -150,8 +162,12 @@ final class OAuthGrantSource: CredentialSource {
             let now = Date()
             if failure.oauthError == "invalid_grant", let refreshToken {
                 // The refresh token is dead: forget it, unless another one replaced it.
+                self.unsaved.withLock { $0 = nil }
                 self.save { stored in
-                    guard stored.refreshToken == nil || stored.refreshToken == refreshToken else { return }
+                    // Unless another process stored a newer token of this configuration meanwhile.
+                    guard stored.configFingerprint != fingerprint || stored.refreshToken == nil
+                        || stored.refreshToken == refreshToken
+                    else { return }
                     stored = StoredGrant(
                         configFingerprint: fingerprint,
                         needsLogin: true,
@@ -159,7 +175,7 @@ final class OAuthGrantSource: CredentialSource {
                         lastErrorAt: now
                     )
                 }
-                return .failure(self.loginRequired("the refresh token was refused (invalid_grant)"))
+                return .failure(self.refreshRefused())
             }
             self.save { stored in
                 stored.lastError = failure.error.message
@@ -175,17 +191,42 @@ final class OAuthGrantSource: CredentialSource {
     /// Changes the provider's record in the store. A store that cannot be written is logged:
     /// the token just obtained is still used, since a refresh token rotated by the answer
     /// has already replaced the old one at the server.
-    private func save(_ change: (inout StoredGrant) -> Void) {
+    /// Returns whether the change was written. A corrupt file is moved aside by the first
+    /// attempt, so that one is tried again at once.
+    @discardableResult
+    private func save(_ change: (inout StoredGrant) -> Void) -> Bool {
         let name = self.provider.name
-        do {
-            try self.store.update { contents in
-                var grant = contents.grants[name] ?? StoredGrant()
-                change(&grant)
-                contents.grants[name] = grant
+        for attempt in 1...2 {
+            do {
+                try self.store.update { contents in
+                    var grant = contents.grants[name] ?? StoredGrant()
+                    change(&grant)
+                    contents.grants[name] = grant
+                }
+                return true
+            } catch {
+                self.logger.error(
+                    "cannot write the token store",
+                    metadata: ["provider": "\(name)", "error": "\(error)"]
+                )
+                guard attempt == 1, error.code == .corrupt || error.code == .unsupportedVersion else { break }
             }
-        } catch {
-            self.logger.error("cannot write the token store", metadata: ["provider": "\(name)", "error": "\(error)"])
         }
+        return false
+    }
+
+    /// 401 `login_required` after `invalid_grant` on a refresh, saying what fixes it for
+    /// this grant.
+    private func refreshRefused() -> ProxyError {
+        guard self.provider.grant == .refreshToken else {
+            return self.loginRequired("the refresh token was refused (invalid_grant)")
+        }
+        return ProxyError(
+            .loginRequired,
+            "the refresh token was refused (invalid_grant); configure a new refresh_token for provider "
+                + "\(self.provider.name)",
+            provider: self.provider.name
+        )
     }
 
     /// Refreshes a little before the token goes stale (a tenth of its life, between 1 and
