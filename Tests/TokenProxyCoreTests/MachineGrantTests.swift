@@ -40,6 +40,18 @@ struct MachineGrantTests {
         #expect(sent == ["Bearer a1", "Bearer a2", "Bearer a3"])
     }
 
+    @Test func aSecretRepeatedInTheErrorDescriptionIsRedacted() throws {
+        let auth = try FakeAuthorizationServer()
+        auth.enqueue(
+            .init(status: 400, body: #"{"error": "invalid_request", "error_description": "bad token rt-secret-77"}"#)
+        )
+        let fixture = try self.fixture(auth, #""grant": "refresh_token", "refresh_token": "rt-secret-77""#)
+        let response = try self.get(fixture)
+        #expect(response.status == 502)
+        #expect(response.bodyText.contains("bad token [redacted]"))
+        #expect(!response.bodyText.contains("rt-secret-77"))
+    }
+
     @Test func invalidGrantForgetsTheRefreshTokenAndAsksForANewOne() throws {
         let auth = try FakeAuthorizationServer()
         auth.enqueue(.init(status: 400, body: #"{"error": "invalid_grant", "error_description": "revoked"}"#))

@@ -141,13 +141,18 @@ struct TokenEndpointClient: Sendable {
         case .success(let built):
             request = built
         }
-        self.attempt(request, number: 0, deadline: deadline, completion: completion)
+        let secrets = Redaction.secrets(
+            inForm: request.body,
+            clientSecret: (try? self.provider.clientSecret?.resolve()).flatMap { $0 }
+        )
+        self.attempt(request, number: 0, deadline: deadline, secrets: secrets, completion: completion)
     }
 
     private func attempt(
         _ request: UpstreamFetcher.Request,
         number: Int,
         deadline: ContinuousClock.Instant,
+        secrets: [String],
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
         let sentAt = ContinuousClock.now
@@ -167,9 +172,9 @@ struct TokenEndpointClient: Sendable {
                     return
                 case .failure(let endpointError):
                     failure = Failure(
-                        error: self.error(endpointError.message),
+                        error: self.error(Redaction.redact(endpointError.message, secrets)),
                         oauthError: endpointError.error,
-                        errorDescription: endpointError.description
+                        errorDescription: endpointError.description.map { Redaction.redact($0, secrets) }
                     )
                     if endpointError.isPermanent {
                         completion(.failure(failure))
@@ -187,7 +192,7 @@ struct TokenEndpointClient: Sendable {
                 return
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
-                self.attempt(request, number: number + 1, deadline: deadline, completion: completion)
+                self.attempt(request, number: number + 1, deadline: deadline, secrets: secrets, completion: completion)
             }
         }
     }
