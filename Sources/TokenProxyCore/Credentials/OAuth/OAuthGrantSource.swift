@@ -165,8 +165,9 @@ final class OAuthGrantSource: CredentialSource {
                 self.unsaved.withLock { $0 = nil }
                 self.save { stored in
                     // Unless another process stored a newer token of this configuration meanwhile.
-                    guard stored.configFingerprint != fingerprint || stored.refreshToken == nil
-                        || stored.refreshToken == refreshToken
+                    guard
+                        stored.configFingerprint != fingerprint || stored.refreshToken == nil
+                            || stored.refreshToken == refreshToken
                     else { return }
                     stored = StoredGrant(
                         configFingerprint: fingerprint,
