@@ -29,8 +29,20 @@ struct LogoutCommand: ParsableCommand {
         case .success(let done):
             report = done
         }
+        if let failure = report.discoveryFailure {
+            Console.error(
+                "cannot find the revocation endpoint of \(provider.name) (\(failure)); nothing was revoked or "
+                    + "deleted, try again later"
+            )
+            throw ExitStatus.runtimeFailure
+        }
         if !report.hadTokens {
             Console.error("no tokens were stored for \(provider.name)")
+        } else if report.otherSettings {
+            Console.error(
+                "deleted tokens of \(provider.name) obtained under earlier settings (another issuer, client or "
+                    + "endpoint) without revoking them: they are not sent to the current endpoint"
+            )
         } else if report.noRevocationEndpoint {
             Console.error(
                 "deleted the tokens of \(provider.name); the provider has no revocation endpoint "

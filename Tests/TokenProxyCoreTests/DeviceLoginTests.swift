@@ -128,6 +128,36 @@ import Testing
         #expect(fixture.provider.revocations.filter { $0.token == "refresh-1" }.count == 2)
     }
 
+    @Test func whenDiscoveryFailsNothingIsDeleted() throws {
+        let json = """
+            {"providers": {"app": {"grant": "device_code", "issuer": "http://127.0.0.1:1", "client_id": "c",
+              "allow_insecure_endpoints": true}}, "routes": []}
+            """
+        let configuration = try #require(TestProxy.configuration(json).providers["app"])
+        let store = MemoryTokenStore()
+        let grant = StoredGrant(accessToken: "a", refreshToken: "r", configFingerprint: configuration.tokenFingerprint())
+        try store.update { $0.grants["app"] = grant }
+        let report = try Logout(
+            provider: configuration,
+            fetcher: UpstreamFetcher(engine: ForwardingFixture.engine),
+            store: store,
+            limits: Limits()
+        ).run().get()
+        #expect(report.discoveryFailure != nil)
+        #expect(try store.read().grants["app"] == grant)
+    }
+
+    @Test func tokensOfOtherSettingsAreDeletedWithoutBeingSent() throws {
+        let fixture = try LoginFixture()
+        try fixture.store.update {
+            $0.grants["app"] = StoredGrant(accessToken: "old-a", refreshToken: "old-r", configFingerprint: "other")
+        }
+        let report = try self.logout(fixture)
+        #expect(report.otherSettings)
+        #expect(fixture.provider.revocations.isEmpty)
+        #expect(try fixture.store.read().grants["app"] == nil)
+    }
+
     @Test func withoutARevocationEndpointTheTokensAreOnlyDeleted() throws {
         let provider = try FakeOAuthProvider()
         let json = """

@@ -22,6 +22,11 @@ public final class Logout: Sendable {
         public var retriedPending = 0
         /// Whether no revocation endpoint was known (tokens deleted locally only).
         public var noRevocationEndpoint = false
+        /// Whether the stored tokens were obtained under other provider settings (another
+        /// issuer, client or endpoint) and so were deleted without being sent anywhere.
+        public var otherSettings = false
+        /// Why discovery of the revocation endpoint failed; then nothing was deleted.
+        public var discoveryFailure: String?
     }
 
     private let provider: ProviderConfiguration
@@ -58,8 +63,16 @@ public final class Logout: Sendable {
         report.hadTokens = grant?.accessToken != nil || grant?.refreshToken != nil
 
         var newlyPending: [PendingRevocation] = []
-        if report.hadTokens, let grant {
+        if report.hadTokens, let grant, grant.configFingerprint != self.provider.tokenFingerprint() {
+            // Tokens of another issuer or client must not be sent to this one's endpoint.
+            report.otherSettings = true
+        } else if report.hadTokens, let grant {
             let endpoint = Blocking.wait { done in self.client.endpoints(completion: done) }
+            if case .failure(let error) = endpoint {
+                // Deleting now would leave live tokens nobody can revoke later: keep them.
+                report.discoveryFailure = error.message
+                return .success(report)
+            }
             if case .success(let endpoints) = endpoint, let url = endpoints.revocationEndpoint {
                 // The refresh token first: revoking it usually ends its access tokens too.
                 for (hint, token) in [("refresh_token", grant.refreshToken), ("access_token", grant.accessToken)] {
