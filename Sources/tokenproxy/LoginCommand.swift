@@ -21,6 +21,11 @@ struct LoginCommand: ParsableCommand {
     func run() throws {
         let context = try CredentialCommandContext(options: self.options)
         let provider = try context.provider(self.provider)
+        if context.configuration.tokenStore == .memory {
+            // The tokens would be gone when this command exits.
+            Console.error("the token store is \"memory\": a login would be lost at once; configure token_store.path")
+            throw ExitStatus.configError
+        }
         let result: Result<LoginResult, LoginError>
         switch provider.grant {
         case .authorizationCode:

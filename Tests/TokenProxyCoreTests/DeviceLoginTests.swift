@@ -135,7 +135,11 @@ import Testing
             """
         let configuration = try #require(TestProxy.configuration(json).providers["app"])
         let store = MemoryTokenStore()
-        let grant = StoredGrant(accessToken: "a", refreshToken: "r", configFingerprint: configuration.tokenFingerprint())
+        let grant = StoredGrant(
+            accessToken: "a",
+            refreshToken: "r",
+            configFingerprint: configuration.tokenFingerprint()
+        )
         try store.update { $0.grants["app"] = grant }
         let report = try Logout(
             provider: configuration,

@@ -143,6 +143,8 @@ enum CommandRunner {
         // The child leads a process group of its own (Foundation's Process starts it so), and
         // the whole group is signalled at the timeout: a script's own children (a `sleep`, a
         // hung `curl`) hold the output pipes too, and reading ends only when they are gone.
+        // The signals are cancelled once reading ended, so an id reused long after cannot
+        // be hit.
         let group = process.processIdentifier
         let timedOut = Atomic<Bool>(false)
         let hardKill = DispatchWorkItem { kill(-group, SIGKILL) }
@@ -162,9 +164,9 @@ enum CommandRunner {
         }
         let output = stdout.fileHandleForReading.readDataToEndOfFile()
         errorsRead.wait()
-        // Both pipes are closed. Signals stop here, before the program is reaped (after
-        // that its id could name another process group); one still running without its
-        // output is ended now.
+        // Both pipes are closed, so the group is normally gone (Foundation reaps the program
+        // itself); a leader still running without its output is ended now. A process that
+        // left the group (setsid) and kept the pipes open would still hold the read.
         killer.cancel()
         hardKill.cancel()
         if process.isRunning {

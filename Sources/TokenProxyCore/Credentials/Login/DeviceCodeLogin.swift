@@ -135,8 +135,12 @@ struct DeviceAuthorization: Sendable, Equatable {
                 LoginError(.exchangeFailed, "device authorization: device_code, user_code or verification_uri missing")
             )
         }
-        func number(_ key: String) -> Double? {
-            (object[key] as? NSNumber)?.doubleValue ?? (object[key] as? String).flatMap(Double.init)
+        // Bounded, whatever the server says: a code valid between 10 s and a day, polled at
+        // least once a minute.
+        func number(_ key: String, in range: ClosedRange<Double>) -> Double? {
+            let value = (object[key] as? NSNumber)?.doubleValue ?? (object[key] as? String).flatMap(Double.init)
+            guard let value, value.isFinite else { return nil }
+            return min(max(value, range.lowerBound), range.upperBound)
         }
         return .success(
             DeviceAuthorization(
@@ -145,9 +149,9 @@ struct DeviceAuthorization: Sendable, Equatable {
                     userCode: userCode,
                     verificationURI: uri,
                     verificationURIComplete: object["verification_uri_complete"] as? String,
-                    expiresIn: number("expires_in") ?? 600
+                    expiresIn: number("expires_in", in: 10...86400) ?? 600
                 ),
-                interval: number("interval")
+                interval: number("interval", in: 1...60)
             )
         )
     }

@@ -16,9 +16,10 @@ struct LoginStorage {
             fingerprint: self.provider.tokenFingerprint()
         )
         do {
+            // The code is spent already: wait for a proxy's refresh longer than a request would.
             let lock = try self.store.lockProvider(
                 self.provider.name,
-                deadline: .now + .milliseconds(Int64(self.lockWait * 1000))
+                deadline: .now + .milliseconds(Int64(max(self.lockWait, 120) * 1000))
             )
             defer { lock.release() }
             try self.store.update { $0.grants[self.provider.name] = grant }

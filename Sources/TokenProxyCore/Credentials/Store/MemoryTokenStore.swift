@@ -1,10 +1,13 @@
+import Foundation
 import Synchronization
 
 /// A store that lives in this process only (`"token_store": "memory"`): nothing survives a
-/// restart and nothing is shared with other processes, so its provider lock is only the
-/// in-process one.
+/// restart and nothing is shared with other processes. Its provider locks exclude the
+/// sources of one process from each other (after a reload, the old and the new source of a
+/// provider may both be fetching).
 public final class MemoryTokenStore: TokenStore {
     private let contents = Mutex(TokenStoreContents())
+    private let held = Mutex<Set<String>>([])
 
     /// Creates an empty store.
     public init() {}
@@ -23,12 +26,32 @@ public final class MemoryTokenStore: TokenStore {
         _ name: String,
         deadline: ContinuousClock.Instant
     ) throws(TokenStoreError) -> any TokenStoreLock {
-        // Requests in one process already share one fetch per provider (SharedTokenCache).
-        UnlockedStoreLock()
+        var pause = 0.005
+        while !self.held.withLock({ $0.insert(name).inserted }) {
+            guard ContinuousClock.now < deadline else {
+                throw TokenStoreError(.lockTimeout, "provider \(name) is being refreshed; gave up waiting")
+            }
+            Thread.sleep(forTimeInterval: pause)
+            pause = min(pause * 2, 0.05)
+        }
+        return MemoryStoreLock(release: { [weak self] in _ = self?.held.withLock { $0.remove(name) } })
     }
 }
 
-/// The lock of a store with no other processes to exclude.
-struct UnlockedStoreLock: TokenStoreLock {
-    func release() {}
+/// A provider lock of a ``MemoryTokenStore``: released once, by ``release()`` or when it
+/// goes away.
+final class MemoryStoreLock: TokenStoreLock {
+    private let action = Mutex<(@Sendable () -> Void)?>(nil)
+
+    init(release: @escaping @Sendable () -> Void) {
+        self.action.withLock { $0 = release }
+    }
+
+    func release() {
+        self.action.withLock { $0.take() }?()
+    }
+
+    deinit {
+        self.release()
+    }
 }
