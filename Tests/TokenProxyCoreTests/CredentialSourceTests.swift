@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import TokenProxyCore
@@ -167,6 +168,40 @@ struct CredentialSourceTests {
             return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
         }
         #expect(eventually(ended), "the script's child is still running")
+    }
+
+    @Test func aProcessThatLeftTheGroupDoesNotHoldTheFetchForever() throws {
+        let scripts = try ScriptDirectory()
+        let pidFile = scripts.path("detached.pid")
+        // A program in a session of its own keeps stdout open; it is out of the group's reach.
+        let command = try scripts.script("token", "setsid sh -c 'echo $$ > \(pidFile); exec sleep 300' &\nwait")
+        let source = CommandCredentialSource(
+            name: "cmd",
+            argv: [command],
+            cacheSeconds: nil,
+            refreshSkewSeconds: 0,
+            timeout: 0.5
+        )
+        let outcome = Mutex<Result<AccessToken, ProxyError>?>(nil)
+        Thread.detachNewThread {
+            let result = fetch(source)
+            outcome.withLock { $0 = result }
+        }
+        defer {
+            if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+                let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            {
+                kill(pid, SIGKILL)
+            }
+        }
+        // The fetch ends (reading stops two seconds after the timeout) instead of waiting
+        // for the detached program.
+        let result = try #require(eventually { outcome.withLock { $0 } })
+        guard case .failure(let error) = result else {
+            Issue.record("a hanging command produced a token")
+            return
+        }
+        #expect(error.message.contains("timed out"))
     }
 
     @Test(arguments: ["", "two words", #"{"token": "x"}"#, #"{"access_token": "x", "expires_in": -5}"#, "{not json"])

@@ -140,47 +140,86 @@ enum CommandRunner {
         } catch {
             throw Failure(description: "cannot start \(program): \(error.localizedDescription)")
         }
-        // The child leads a process group of its own (Foundation's Process starts it so), and
-        // the whole group is signalled at the timeout: a script's own children (a `sleep`, a
-        // hung `curl`) hold the output pipes too, and reading ends only when they are gone.
-        // The signals are cancelled once reading ended, so an id reused long after cannot
-        // be hit.
+        // The child leads a process group of its own (Foundation's Process starts it so). At
+        // the timeout the whole group gets SIGTERM, a second later SIGKILL: a script's own
+        // children (a `sleep`, a hung `curl`) hold the output pipes too. Two seconds after the
+        // timeout reading stops whatever still holds the pipes (a process that left the
+        // group), so a fetch never waits longer than that.
         let group = process.processIdentifier
-        let timedOut = Atomic<Bool>(false)
-        let hardKill = DispatchWorkItem { kill(-group, SIGKILL) }
-        let killer = DispatchWorkItem {
-            timedOut.store(true, ordering: .relaxed)
-            kill(-group, SIGTERM)
-            DispatchQueue.global().asyncAfter(deadline: .now() + 1, execute: hardKill)
+        let started = ContinuousClock.now
+        let soft = started + .milliseconds(Int64(timeout * 1000))
+        let hard = soft + .seconds(1)
+        let giveUp = soft + .seconds(2)
+        var streams = [
+            OutputStream(descriptor: stdout.fileHandleForReading.fileDescriptor, limit: self.maximumOutput + 1),
+            OutputStream(descriptor: stderr.fileHandleForReading.fileDescriptor, limit: 64 * 1024),
+        ]
+        var timedOut = false
+        var killed = false
+        while streams.contains(where: { !$0.ended }), ContinuousClock.now < giveUp {
+            let now = ContinuousClock.now
+            if !timedOut, now >= soft {
+                timedOut = true
+                kill(-group, SIGTERM)
+            }
+            if !killed, now >= hard {
+                killed = true
+                kill(-group, SIGKILL)
+            }
+            let next = !timedOut ? soft : (!killed ? hard : giveUp)
+            let wait = max(1, Int32(min(Double((next - now).milliseconds), 1000)))
+            Self.readAvailable(&streams, waitingAtMost: wait)
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-        let errors = Mutex(Data())
-        let errorsRead = DispatchSemaphore(value: 0)
-        // A thread of its own: the read blocks until the program exits.
-        Thread.detachNewThread {
-            let data = stderr.fileHandleForReading.readDataToEndOfFile()
-            errors.withLock { $0 = data }
-            errorsRead.signal()
-        }
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        errorsRead.wait()
-        // Both pipes are closed, so the group is normally gone (Foundation reaps the program
-        // itself); a leader still running without its output is ended now. A process that
-        // left the group (setsid) and kept the pipes open would still hold the read.
-        killer.cancel()
-        hardKill.cancel()
-        if process.isRunning {
+        // Whatever still runs of the program is ended. Foundation learns of the exit through
+        // a descriptor the program's children inherit too, so a detached child can keep it
+        // reporting "running": the wait is bounded like the reads, and a program not seen to
+        // exit by then counts as timed out.
+        if process.isRunning, ContinuousClock.now >= soft {
             kill(-group, SIGKILL)
         }
-        process.waitUntilExit()
-        let errorText = String(decoding: errors.withLock { $0 }.suffix(1024), as: UTF8.self)
+        while process.isRunning, ContinuousClock.now < giveUp {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        guard !process.isRunning else {
+            return Output(status: -1, stdout: Data(), stderr: "", timedOut: true)
+        }
+        let output = streams[0].data
+        let errors = streams[1].data
+        let errorText = String(decoding: errors.suffix(1024), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         return Output(
             status: process.terminationStatus,
             stdout: output.count > self.maximumOutput ? Data() : output,
             stderr: errorText,
-            timedOut: timedOut.load(ordering: .relaxed)
+            timedOut: timedOut
         )
+    }
+
+    /// One output pipe of the program being read.
+    private struct OutputStream {
+        let descriptor: Int32
+        let limit: Int
+        var data = Data()
+        var ended = false
+    }
+
+    /// Waits up to `milliseconds` for output, then reads what is there; a stream ends at EOF
+    /// or an error. Past its limit, bytes are read and dropped so the program never blocks.
+    private static func readAvailable(_ streams: inout [OutputStream], waitingAtMost milliseconds: Int32) {
+        var polled = streams.filter { !$0.ended }.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
+        guard poll(&polled, nfds_t(polled.count), milliseconds) > 0 else { return }
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        for entry in polled where entry.revents != 0 {
+            guard let index = streams.firstIndex(where: { $0.descriptor == entry.fd }) else { continue }
+            let count = buffer.withUnsafeMutableBytes { read(entry.fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                if streams[index].data.count < streams[index].limit {
+                    streams[index].data.append(contentsOf: buffer[0..<count])
+                }
+            } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
+                streams[index].ended = true
+            }
+        }
     }
 
     /// `program` itself when it contains a slash, else the first executable match on PATH.
