@@ -1,6 +1,4 @@
-import Dispatch
 import Foundation
-import Synchronization
 
 /// The `command` grant: runs an argv (never a shell), takes a token from its stdout (the
 /// bare token, or JSON with `access_token` and optional `expires_in`), and caches it for
