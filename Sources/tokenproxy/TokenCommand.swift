@@ -1,6 +1,4 @@
 import ArgumentParser
-import Dispatch
-import Synchronization
 import TokenProxyCore
 
 /// `tokenproxy token PROVIDER`: prints a valid access token (refreshing it when needed) on
@@ -25,20 +23,11 @@ struct TokenCommand: ParsableCommand {
         guard let entry = registry.entry(self.provider) else {
             throw ExitStatus.configError
         }
-        let semaphore = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<AccessToken, ProxyError>?>(nil)
-        entry.source.token { result in
-            outcome.withLock { $0 = result }
-            semaphore.signal()
-        }
-        semaphore.wait()
-        switch outcome.withLock({ $0 }) {
+        switch entry.source.waitForToken() {
         case .success(let token):
             print(token.value)
         case .failure(let error):
             Console.error("\(error.code): \(error.message)")
-            throw ExitStatus.runtimeFailure
-        case nil:
             throw ExitStatus.runtimeFailure
         }
     }

@@ -31,21 +31,7 @@ final class ScriptDirectory {
 }
 
 private func fetch(_ source: any CredentialSource) -> Result<AccessToken, ProxyError> {
-    let box = ResultBox()
-    let done = DispatchSemaphore(value: 0)
-    source.token { result in
-        box.set(result)
-        done.signal()
-    }
-    done.wait()
-    return box.get()
-}
-
-private final class ResultBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: Result<AccessToken, ProxyError> = .failure(ProxyError(.tokenUnavailable, "unset"))
-    func set(_ result: Result<AccessToken, ProxyError>) { self.lock.withLock { self.result = result } }
-    func get() -> Result<AccessToken, ProxyError> { self.lock.withLock { self.result } }
+    source.waitForToken()
 }
 
 struct CredentialSourceTests {

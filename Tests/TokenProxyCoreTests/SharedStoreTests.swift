@@ -34,10 +34,7 @@ import Testing
     }
 
     private func token(_ registry: CredentialRegistry) -> Result<AccessToken, ProxyError> {
-        guard let source = registry.entry("app")?.source else {
-            return .failure(ProxyError(.tokenUnavailable, "no provider"))
-        }
-        return Blocking.wait { done in source.token(completion: done) }
+        registry.entry("app")?.source.waitForToken() ?? .failure(ProxyError(.tokenUnavailable, "no provider"))
     }
 
     @Test func twoProcessesRefreshOnceAndKeepTheRotatedToken() throws {

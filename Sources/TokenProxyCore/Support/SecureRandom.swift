@@ -11,18 +11,27 @@ enum SecureRandom {
 
     /// `count` random bytes as lowercase hex.
     static func hex(_ count: Int) -> String {
-        let digits = Array("0123456789abcdef")
-        var text = ""
-        text.reserveCapacity(count * 2)
-        for byte in self.bytes(count) {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
-        }
-        return text
+        Hex.encode(self.bytes(count))
     }
 
     /// `count` random bytes, base64url without padding (RFC 4648 §5).
     static func base64URL(_ count: Int) -> String {
         Base64URL.encode(Data(self.bytes(count)))
+    }
+}
+
+/// Lowercase hexadecimal, for random ids and digests.
+enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    /// `bytes` as two lowercase hex digits each.
+    static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.underestimatedCount * 2)
+        for byte in bytes {
+            text.append(self.digits[Int(byte >> 4)])
+            text.append(self.digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }

@@ -72,13 +72,7 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
             case .bytes(let bytes):
                 body += bytes
             case .end:
-                var form: [String: String] = [:]
-                for pair in String(decoding: body, as: UTF8.self).split(separator: "&") {
-                    let parts = pair.split(separator: "=", maxSplits: 1).map {
-                        String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
-                    }
-                    form[parts[0]] = parts.count > 1 ? parts[1] : ""
-                }
+                let form = FakeOAuthProvider.decode(String(decoding: body, as: UTF8.self))
                 let answer = self.lock.withLock { () -> Answer in
                     self.seen.append(
                         Seen(

@@ -206,6 +206,8 @@ final class FakeOAuthProvider: HTTPExchangeHandler, @unchecked Sendable {
             #"{"access_token": "access-\#(self.counter)", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "\#(refresh)", "scope": "read"}"#
     }
 
+    /// A form body or query as a dictionary (the last of repeated names wins); the fakes'
+    /// own reading, independent of the proxy's encoder.
     static func decode(_ text: String) -> [String: String] {
         var fields: [String: String] = [:]
         for pair in text.split(separator: "&") {

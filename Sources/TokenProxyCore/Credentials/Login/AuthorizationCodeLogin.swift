@@ -33,11 +33,7 @@ public final class AuthorizationCodeLogin: Sendable {
         logger: Logger
     ) {
         self.provider = provider
-        self.client = TokenEndpointClient(
-            provider: provider,
-            fetcher: fetcher,
-            connectTimeout: limits.upstreamConnectTimeoutSeconds
-        )
+        self.client = TokenEndpointClient(provider: provider, fetcher: fetcher, limits: limits)
         self.storage = LoginStorage(provider: provider, store: store, lockWait: limits.tokenWaitSeconds)
         self.tokenWait = limits.tokenWaitSeconds
         self.logger = logger

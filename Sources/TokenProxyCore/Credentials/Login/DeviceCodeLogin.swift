@@ -35,11 +35,7 @@ public final class DeviceCodeLogin: Sendable {
         sleep: @escaping @Sendable (Double) -> Void = { Thread.sleep(forTimeInterval: $0) }
     ) {
         self.provider = provider
-        self.client = TokenEndpointClient(
-            provider: provider,
-            fetcher: fetcher,
-            connectTimeout: limits.upstreamConnectTimeoutSeconds
-        )
+        self.client = TokenEndpointClient(provider: provider, fetcher: fetcher, limits: limits)
         self.storage = LoginStorage(provider: provider, store: store, lockWait: limits.tokenWaitSeconds)
         self.tokenWait = limits.tokenWaitSeconds
         self.sleep = sleep
@@ -70,7 +66,10 @@ public final class DeviceCodeLogin: Sendable {
         }
         let authorization: DeviceAuthorization
         switch answer.mapError({ LoginError(.exchangeFailed, $0.message) }).flatMap(DeviceAuthorization.parse) {
-        case .failure(let error): return .failure(error)
+        case .failure(var error):
+            // The answer's error_description is the server's text: the client secret stays out.
+            error.message = Redaction.redact(error.message, self.client.secrets(in: nil))
+            return .failure(error)
         case .success(let parsed): authorization = parsed
         }
         let issuedAt = ContinuousClock.now

@@ -37,11 +37,7 @@ public final class Logout: Sendable {
     /// A logout for `provider` from `store`.
     public init(provider: ProviderConfiguration, fetcher: UpstreamFetcher, store: any TokenStore, limits: Limits) {
         self.provider = provider
-        self.client = TokenEndpointClient(
-            provider: provider,
-            fetcher: fetcher,
-            connectTimeout: limits.upstreamConnectTimeoutSeconds
-        )
+        self.client = TokenEndpointClient(provider: provider, fetcher: fetcher, limits: limits)
         self.store = store
         self.timeout = limits.tokenWaitSeconds
     }

@@ -40,11 +40,7 @@ final class OAuthGrantSource: CredentialSource {
             provider.tokenURL = (try? ServiceAccountKey.load(file))?.tokenURI
         }
         self.provider = provider
-        self.client = TokenEndpointClient(
-            provider: provider,
-            fetcher: fetcher,
-            connectTimeout: limits.upstreamConnectTimeoutSeconds
-        )
+        self.client = TokenEndpointClient(provider: provider, fetcher: fetcher, limits: limits)
         self.tokenWait = limits.tokenWaitSeconds
         self.cache = SharedTokenCache(refreshSkewSeconds: provider.refreshSkewSeconds)
         self.store = store

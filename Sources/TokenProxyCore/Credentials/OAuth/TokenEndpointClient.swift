@@ -28,10 +28,11 @@ struct TokenEndpointClient: Sendable {
     /// The provider's discovery document, when it names an `issuer` and no `token_url`.
     let discovery: DiscoveryCache?
 
-    init(provider: ProviderConfiguration, fetcher: UpstreamFetcher, connectTimeout: Double) {
+    /// A client for `provider`'s endpoints, connecting within `limits`' upstream connect timeout.
+    init(provider: ProviderConfiguration, fetcher: UpstreamFetcher, limits: Limits) {
         self.provider = provider
         self.fetcher = fetcher
-        self.connectTimeout = connectTimeout
+        self.connectTimeout = limits.upstreamConnectTimeoutSeconds
         if let issuer = provider.issuer {
             self.discovery = DiscoveryCache(
                 issuer: issuer,
@@ -141,18 +142,13 @@ struct TokenEndpointClient: Sendable {
         case .success(let built):
             request = built
         }
-        let secrets = Redaction.secrets(
-            inForm: request.body,
-            clientSecret: (try? self.provider.clientSecret?.resolve()).flatMap { $0 }
-        )
-        self.attempt(request, number: 0, deadline: deadline, secrets: secrets, completion: completion)
+        self.attempt(request, number: 0, deadline: deadline, completion: completion)
     }
 
     private func attempt(
         _ request: UpstreamFetcher.Request,
         number: Int,
         deadline: ContinuousClock.Instant,
-        secrets: [String],
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
         let sentAt = ContinuousClock.now
@@ -171,6 +167,8 @@ struct TokenEndpointClient: Sendable {
                     completion(.success(Issued(response: token, sentAt: sentAt)))
                     return
                 case .failure(let endpointError):
+                    // Only failures need the secrets the request carried, to take them out.
+                    let secrets = self.secrets(in: request)
                     failure = Failure(
                         error: self.error(Redaction.redact(endpointError.message, secrets)),
                         oauthError: endpointError.error,
@@ -192,9 +190,17 @@ struct TokenEndpointClient: Sendable {
                 return
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
-                self.attempt(request, number: number + 1, deadline: deadline, secrets: secrets, completion: completion)
+                self.attempt(request, number: number + 1, deadline: deadline, completion: completion)
             }
         }
+    }
+
+    /// The secrets `request` carried, for ``Redaction``.
+    func secrets(in request: UpstreamFetcher.Request?) -> [String] {
+        Redaction.secrets(
+            inForm: request?.body,
+            clientSecret: (try? self.provider.clientSecret?.resolve()).flatMap { $0 }
+        )
     }
 
     /// Retry-After in seconds (RFC 9110 §10.2.3), on 429 and 503 answers.

@@ -60,7 +60,7 @@ final class FileTokenStoreLock: TokenStoreLock {
         }
         if plain, (1...64).contains(provider.utf8.count) { return provider }
         let digest = SHA256.hash(data: Data(provider.utf8))
-        return String(digest.map { String(format: "%02x", $0) }.joined().prefix(16))
+        return String(Hex.encode(digest).prefix(16))
     }
 
     /// Takes the exclusive lock on `path`, polling with short sleeps (5 ms doubling to 50 ms)

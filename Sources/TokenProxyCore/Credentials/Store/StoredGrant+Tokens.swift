@@ -43,19 +43,9 @@ extension ProviderConfiguration {
         let fields: [String?] = [
             self.grant.rawValue, self.issuer, self.tokenURL, self.clientID, self.scopes.sorted().joined(separator: " "),
             self.audience, self.resource, self.username, self.subject, self.issuerClaim, self.serviceAccountFile,
-            seed.map { SHA256.hash(data: Data($0.utf8)).hexString },
+            seed.map { Hex.encode(SHA256.hash(data: Data($0.utf8))) },
         ]
         let joined = fields.map { $0.map { "+" + $0 } ?? "-" }.joined(separator: "\n")
-        return SHA256.hash(data: Data(joined.utf8)).hexString
-    }
-}
-
-extension Digest {
-    /// The digest as lowercase hex.
-    var hexString: String {
-        self.map { byte in
-            let digits = Array("0123456789abcdef")
-            return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]])
-        }.joined()
+        return Hex.encode(SHA256.hash(data: Data(joined.utf8)))
     }
 }
