@@ -50,11 +50,9 @@ public final class AuthorizationCodeLogin: Sendable {
     /// after `timeout` seconds.
     public func run(timeout: Double, present: (Prompt) -> Void) -> Result<LoginResult, LoginError> {
         let endpoints: DiscoveredEndpoints
-        switch Blocking.wait({ done in self.client.endpoints(completion: done) }) {
-        case .failure(let error):
-            return .failure(LoginError(.endpointMissing, error.message))
-        case .success(let found):
-            endpoints = found
+        switch self.client.loginEndpoints() {
+        case .failure(let error): return .failure(error)
+        case .success(let found): endpoints = found
         }
         guard let authorizationEndpoint = endpoints.authorizationEndpoint else {
             return .failure(LoginError(.endpointMissing, "no authorization_url (configured or discovered)"))

@@ -44,11 +44,9 @@ public final class DeviceCodeLogin: Sendable {
     /// Runs the login; `present` gets the user code and verification URI.
     public func run(present: (Prompt) -> Void) -> Result<LoginResult, LoginError> {
         let endpoints: DiscoveredEndpoints
-        switch Blocking.wait({ done in self.client.endpoints(completion: done) }) {
-        case .failure(let error):
-            return .failure(LoginError(.endpointMissing, error.message))
-        case .success(let found):
-            endpoints = found
+        switch self.client.loginEndpoints() {
+        case .failure(let error): return .failure(error)
+        case .success(let found): endpoints = found
         }
         guard let deviceEndpoint = endpoints.deviceAuthorizationEndpoint else {
             return .failure(LoginError(.endpointMissing, "no device_authorization_url (configured or discovered)"))

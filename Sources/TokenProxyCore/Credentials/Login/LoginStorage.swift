@@ -35,3 +35,13 @@ struct LoginStorage {
         )
     }
 }
+
+extension TokenEndpointClient {
+    /// The provider's endpoints for a login, waited for on the calling thread (the command
+    /// line's own).
+    func loginEndpoints() -> Result<DiscoveredEndpoints, LoginError> {
+        Blocking.wait { done in self.endpoints(completion: done) }.mapError {
+            LoginError(.endpointMissing, $0.message)
+        }
+    }
+}
