@@ -187,4 +187,35 @@ struct ResponseEncoderTests {
         let (text, _, _) = self.encode(HTTPResponseHead(status: 200, contentLength: 0), keepAlive: false)
         #expect(text.hasSuffix("Connection: close\r\n\r\n"))
     }
+
+    @Test(arguments: [0, 1, 9, 10, 99, 100, 65535, 1_048_576, Int64.max])
+    func numbersAreWrittenInDecimalAndHex(value: Int64) {
+        var decimal: [UInt8] = []
+        ResponseEncoder.appendDigits(value, to: &decimal)
+        #expect(String(decoding: decimal, as: UTF8.self) == String(value))
+        var hex: [UInt8] = []
+        ResponseEncoder.appendDigits(value, radix: 16, to: &hex)
+        #expect(String(decoding: hex, as: UTF8.self) == String(value, radix: 16))
+    }
+
+    @Test func aLargeLengthAndAnUnusualStatusAreWrittenExactly() {
+        let (text, _, _) = self.encode(HTTPResponseHead(status: 599, contentLength: 8_589_934_592))
+        #expect(text == "HTTP/1.1 599 Unknown\r\nContent-Length: 8589934592\r\n\r\n")
+    }
+}
+
+struct HeaderNameSetTests {
+    @Test func membersMatchIgnoringCaseAndOthersDoNot() {
+        let set = HeaderNameSet([
+            "connection", "te", "x-a-name-longer-than-sixty-three-bytes-that-shares-the-last-length-bit",
+        ])
+        #expect(set.contains("Connection"))
+        #expect(set.contains("TE"))
+        #expect(set.contains("X-A-Name-Longer-Than-Sixty-Three-Bytes-That-Shares-The-Last-Length-Bit"))
+        #expect(!set.contains("Connectio"))
+        #expect(!set.contains("tf"))
+        #expect(!set.contains(""))
+        // Longer names share the last length bit, so they are compared in full.
+        #expect(!set.contains("x-a-name-longer-than-sixty-three-bytes-that-shares-the-last-length-bit-too"))
+    }
 }

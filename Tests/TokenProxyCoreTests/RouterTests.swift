@@ -53,6 +53,13 @@ struct RouterTests {
         #expect(HostName.normalize("[::1]:9") == ("::1", "9"))
         #expect(HostName.normalize("[::1]") == ("::1", nil))
         #expect(HostName.normalize("127.0.0.1") == ("127.0.0.1", nil))
+        #expect(HostName.normalize("Example.COM") == ("example.com", nil))
+        #expect(HostName.normalize("host:") == ("host", ""))
+        // Bare IPv6 (several colons) has no port; an unclosed bracket is kept as it is.
+        #expect(HostName.normalize("::1") == ("::1", nil))
+        #expect(HostName.normalize("[::1") == ("[::1", nil))
+        #expect(HostName.normalize("") == ("", nil))
+        #expect(HostName.normalize(".") == ("", nil))
     }
 }
 

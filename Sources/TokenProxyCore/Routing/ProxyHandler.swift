@@ -8,12 +8,32 @@ import Synchronization
 /// The configuration lives in a snapshot swapped whole on reload (SIGHUP): an exchange uses
 /// the snapshot it started with, so a reload never disturbs requests in flight.
 public final class ProxyHandler: HTTPExchangeHandler {
-    private struct Snapshot: Sendable {
-        var configuration: ProxyConfiguration
-        var router: Router
-        var policy: RequestPolicy
-        var admin: AdminEndpoints
-        var adminPrefix: String?
+    /// A class, so that taking it for a request is one reference, not a copy of each part.
+    private final class Snapshot: Sendable {
+        let configuration: ProxyConfiguration
+        let router: Router
+        let policy: RequestPolicy
+        let admin: AdminEndpoints
+        let adminPrefix: String?
+        /// The handler's logger with each route's name attached, made once per configuration
+        /// rather than once per request.
+        let routeLoggers: [String: Logger]
+
+        init(
+            configuration: ProxyConfiguration,
+            router: Router,
+            policy: RequestPolicy,
+            admin: AdminEndpoints,
+            adminPrefix: String?,
+            routeLoggers: [String: Logger]
+        ) {
+            self.configuration = configuration
+            self.router = router
+            self.policy = policy
+            self.admin = admin
+            self.adminPrefix = adminPrefix
+            self.routeLoggers = routeLoggers
+        }
     }
 
     private let snapshot: Mutex<Snapshot>
@@ -33,25 +53,38 @@ public final class ProxyHandler: HTTPExchangeHandler {
         self.logger = logger
         self.openConnections = openConnections
         self.snapshot = Mutex(
-            Self.makeSnapshot(configuration, startedAt: self.startedAt, openConnections: openConnections)
+            Self.makeSnapshot(
+                configuration,
+                startedAt: self.startedAt,
+                openConnections: openConnections,
+                logger: logger
+            )
         )
     }
 
     private static func makeSnapshot(
         _ configuration: ProxyConfiguration,
         startedAt: Date,
-        openConnections: @escaping @Sendable () -> Int
+        openConnections: @escaping @Sendable () -> Int,
+        logger: Logger
     ) -> Snapshot {
         var adminPrefix: String?
         if case .pathPrefix(let prefix) = configuration.admin {
             adminPrefix = prefix
+        }
+        var routeLoggers: [String: Logger] = [:]
+        for route in configuration.routes {
+            var routeLogger = logger
+            routeLogger[metadataKey: "route"] = "\(route.name)"
+            routeLoggers[route.name] = routeLogger
         }
         return Snapshot(
             configuration: configuration,
             router: Router(routes: configuration.routes),
             policy: RequestPolicy(allowedHosts: configuration.allowedHosts, requireHeader: configuration.requireHeader),
             admin: AdminEndpoints(configuration: configuration, startedAt: startedAt, openConnections: openConnections),
-            adminPrefix: adminPrefix
+            adminPrefix: adminPrefix,
+            routeLoggers: routeLoggers
         )
     }
 
@@ -60,7 +93,8 @@ public final class ProxyHandler: HTTPExchangeHandler {
         let snapshot = Self.makeSnapshot(
             configuration,
             startedAt: self.startedAt,
-            openConnections: self.openConnections
+            openConnections: self.openConnections,
+            logger: self.logger
         )
         self.snapshot.withLock { $0 = snapshot }
     }
@@ -86,8 +120,7 @@ public final class ProxyHandler: HTTPExchangeHandler {
             return
         }
         let route = match.route
-        var logger = self.logger
-        logger[metadataKey: "route"] = "\(route.name)"
+        let logger = snapshot.routeLoggers[route.name] ?? self.logger
         if route.incomingAuthorization == .reject {
             // The credential header is the provider's (`header`), Authorization by default.
             let credentialHeader =

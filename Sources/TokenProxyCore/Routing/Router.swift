@@ -19,6 +19,8 @@ public struct Router: Sendable {
     }
 
     private let entries: [Entry]
+    /// Whether any route is for a particular host (else the request's host is not looked at).
+    private let matchesHosts: Bool
 
     /// Builds the lookup order from routes in config order.
     public init(routes: [RouteConfiguration]) {
@@ -38,12 +40,13 @@ public struct Router: Sendable {
             }
             return a.0 < b.0
         }.map(\.1)
+        self.matchesHosts = self.entries.contains { $0.host != nil }
     }
 
     /// The route for `path` (the raw path of the request target) addressed to `authority`
     /// (the Host value or absolute-form authority, port allowed), or nil.
     public func match(authority: String?, path: String) -> Match? {
-        let requestHost = authority.map { HostName.normalize($0).host }
+        let requestHost = self.matchesHosts ? authority.map { HostName.normalize($0).host } : nil
         for entry in self.entries {
             if let host = entry.host, host != requestHost {
                 continue
@@ -68,26 +71,35 @@ public struct Router: Sendable {
 enum HostName {
     /// The lowercased host without brackets or a trailing dot, and the port if any.
     static func normalize(_ value: String) -> (host: String, port: String?) {
-        var bytes = Substring(value).utf8[...]
-        var port: Substring.UTF8View.SubSequence?
-        if bytes.first == UInt8(ascii: "[") {
-            if let close = bytes.firstIndex(of: UInt8(ascii: "]")) {
-                let after = bytes[bytes.index(after: close)...]
-                if after.first == UInt8(ascii: ":") {
-                    port = after.dropFirst()
+        var value = value
+        // Over the string's own bytes: this runs for every request's Host.
+        return value.withUTF8 { bytes -> (host: String, port: String?) in
+            var start = 0
+            var end = bytes.count
+            var port: Range<Int>?
+            let colon = UInt8(ascii: ":")
+            if bytes.first == UInt8(ascii: "[") {
+                if let close = bytes.firstIndex(of: UInt8(ascii: "]")) {
+                    if close + 1 < bytes.count, bytes[close + 1] == colon {
+                        port = (close + 2)..<bytes.count
+                    }
+                    start = 1
+                    end = close
                 }
-                bytes = bytes[bytes.index(after: bytes.startIndex)..<close]
+            } else if let last = bytes.lastIndex(of: colon), bytes.firstIndex(of: colon) == last {
+                port = (last + 1)..<bytes.count
+                end = last
             }
-        } else if let colon = bytes.lastIndex(of: UInt8(ascii: ":")), bytes.firstIndex(of: UInt8(ascii: ":")) == colon {
-            port = bytes[bytes.index(after: colon)...]
-            bytes = bytes[..<colon]
+            if end > start, bytes[end - 1] == UInt8(ascii: ".") {
+                end -= 1
+            }
+            let hostBytes = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            let host = String(decoding: hostBytes, as: UTF8.self)
+            let hasUpper = hostBytes.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
+            return (
+                hasUpper ? host.lowercased() : host,
+                port.map { String(decoding: UnsafeBufferPointer(rebasing: bytes[$0]), as: UTF8.self) }
+            )
         }
-        if bytes.last == UInt8(ascii: ".") {
-            bytes = bytes.dropLast()
-        }
-        let host =
-            bytes.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
-            ? String(decoding: bytes, as: UTF8.self).lowercased() : String(decoding: bytes, as: UTF8.self)
-        return (host, port.map { String(decoding: $0, as: UTF8.self) })
     }
 }

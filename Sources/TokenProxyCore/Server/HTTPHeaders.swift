@@ -41,10 +41,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         self.fields.removeAll { $0.name.equalsIgnoringASCIICase(name) }
     }
 
-    /// Removes every field whose lowercased name is in `lowercasedNames`.
-    public mutating func remove(lowercasedNames: Set<String>) {
-        // Compared without lowercasing each field's name: the set is small, the fields many.
-        self.fields.removeAll { field in lowercasedNames.contains { field.name.equalsIgnoringASCIICase($0) } }
+    /// Removes every field for whose name `shouldRemove` is true, in one pass.
+    mutating func removeAll(named shouldRemove: (String) -> Bool) {
+        self.fields.removeAll { shouldRemove($0.name) }
     }
 
     /// The values of every field named `name`, in order.
@@ -76,6 +75,30 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// Iterates the fields in order.
     public func makeIterator() -> IndexingIterator<[Field]> {
         self.fields.makeIterator()
+    }
+}
+
+/// A fixed set of header names, looked up without lowercasing the name asked about. Names
+/// of a length no member has are turned away by one bit test, which is most of the fields
+/// of most messages.
+struct HeaderNameSet: Sendable {
+    private let names: [String]
+    /// Bit n is set when a member is n bytes long (names of 64 bytes or more share bit 63).
+    private let lengths: UInt64
+
+    init(_ names: [String]) {
+        self.names = names
+        self.lengths = names.reduce(0) { $0 | Self.bit($1.utf8.count) }
+    }
+
+    private static func bit(_ count: Int) -> UInt64 {
+        1 << UInt64(min(count, 63))
+    }
+
+    /// Whether `name` is a member, ignoring ASCII case.
+    func contains(_ name: some StringProtocol) -> Bool {
+        guard self.lengths & Self.bit(name.utf8.count) != 0 else { return false }
+        return self.names.contains { name.equalsIgnoringASCIICase($0) }
     }
 }
 

@@ -11,6 +11,10 @@ public struct HTTPResponseHead: Sendable, Equatable {
     public var headers: HTTPHeaders
     /// The body length when known in advance; nil means the body is streamed with no length.
     public var contentLength: Int64?
+    /// Set by producers that already checked every field the way the encoder would (token
+    /// names, values without CR, LF or NUL, no framing fields), so the check is not repeated
+    /// for each response. Not part of equality.
+    var fieldsChecked = false
 
     /// Creates a response head.
     public init(status: Int, reason: String? = nil, headers: HTTPHeaders = HTTPHeaders(), contentLength: Int64? = nil) {
@@ -18,6 +22,12 @@ public struct HTTPResponseHead: Sendable, Equatable {
         self.reason = reason
         self.headers = headers
         self.contentLength = contentLength
+    }
+
+    /// Heads are equal when what they say is equal, however they were checked.
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.status == rhs.status && lhs.reason == rhs.reason && lhs.headers == rhs.headers
+            && lhs.contentLength == rhs.contentLength
     }
 
     /// Whether this status never has a body (1xx, 204, 304; RFC 9110 §6.4.1).

@@ -65,6 +65,7 @@ public final class HTTPServer: Sendable {
     private func accepted(_ descriptor: Int32, peer: String) {
         self.acceptCount.add(1, ordering: .relaxed)
         let queue = DispatchQueue(label: "tokenproxy.connection", target: self.workQueue)
+        queue.markIdentity()
         let admitted = self.registry.withLock { registry -> Bool in
             !registry.draining && registry.connections.count < self.maxConnections
         }
@@ -116,8 +117,14 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops accepting, lets in-flight exchanges finish and closes idle connections; calls
-    /// `completion` once every connection is closed.
+    /// `completion` once every connection and every listening socket is closed.
     public func drain(completion: @escaping @Sendable () -> Void) {
+        // The listening sockets close on their queues; completion waits for them too, so that
+        // nothing is listening any more once it runs.
+        let listenersClosed = DispatchGroup()
+        let completion: @Sendable () -> Void = {
+            listenersClosed.notify(queue: .global(), execute: completion)
+        }
         let (listeners, connections, done) = self.registry.withLock { registry in
             registry.draining = true
             let listeners = registry.listeners
@@ -127,7 +134,10 @@ public final class HTTPServer: Sendable {
             }
             return (listeners, Array(registry.connections.values), registry.connections.isEmpty)
         }
-        listeners.forEach { $0.close() }
+        for listener in listeners {
+            listenersClosed.enter()
+            listener.close { listenersClosed.leave() }
+        }
         for connection in connections {
             connection.execute { $0.drain() }
         }
@@ -152,6 +162,7 @@ public final class HTTPServer: Sendable {
 /// DispatchSource makes both thread-safe; the address is immutable.
 final class Listener: @unchecked Sendable {
     private let source: DispatchSourceRead
+    private let descriptor: Int32
     let address: ListenAddress
 
     init(
@@ -161,6 +172,7 @@ final class Listener: @unchecked Sendable {
         onAccept: @escaping @Sendable (Int32, String) -> Void
     ) {
         self.address = address
+        self.descriptor = descriptor
         let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
         source.setEventHandler {
             // Accept everything pending; a burst of connections is one wake-up.
@@ -175,19 +187,31 @@ final class Listener: @unchecked Sendable {
             }
         }
         source.setCancelHandler {
-            Glibc.close(descriptor)
-            if case .unix(let path) = address {
-                unlink(path)
-            }
+            Self.release(descriptor, address)
         }
         self.source = source
+    }
+
+    private static func release(_ descriptor: Int32, _ address: ListenAddress) {
+        Glibc.close(descriptor)
+        if case .unix(let path) = address {
+            unlink(path)
+        }
     }
 
     func start() {
         self.source.resume()
     }
 
-    func close() {
+    /// Stops accepting; the socket is closed once the source's cancel handler runs, then
+    /// `closed` is called.
+    func close(then closed: (@Sendable () -> Void)? = nil) {
+        let descriptor = self.descriptor
+        let address = self.address
+        self.source.setCancelHandler {
+            Self.release(descriptor, address)
+            closed?()
+        }
         self.source.cancel()
     }
 }

@@ -12,7 +12,7 @@ struct ResponseEncoder: Sendable {
     }
 
     /// Header names the encoder owns; a handler's values for them are dropped.
-    static let framingHeaders: Set<String> = ["content-length", "transfer-encoding", "connection", "keep-alive"]
+    static let framingHeaders = HeaderNameSet(["content-length", "transfer-encoding", "connection", "keep-alive"])
 
     private(set) var framing: Framing = .noBody
 
@@ -36,13 +36,19 @@ struct ResponseEncoder: Sendable {
         }
 
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
-        bytes.append(contentsOf: "HTTP/1.1 \(head.status) \(head.reason ?? ReasonPhrase.for(head.status))\r\n".utf8)
+        bytes.reserveCapacity(512)
+        bytes.append(contentsOf: "HTTP/1.1 ".utf8)
+        Self.appendDigits(Int64(head.status), to: &bytes)
+        bytes.append(UInt8(ascii: " "))
+        bytes.append(contentsOf: (head.reason ?? ReasonPhrase.for(head.status)).utf8)
+        bytes.append(contentsOf: "\r\n".utf8)
         for field in head.headers {
             // Field names and values come from the upstream or our own code; anything that could
             // split the header section is dropped rather than sent (RFC 9110 §5.5).
-            guard HTTPGrammar.isToken(field.name), HTTPGrammar.isValidFieldValue(field.value.utf8),
-                !Self.framingHeaders.contains(where: { field.name.equalsIgnoringASCIICase($0) })
+            guard
+                head.fieldsChecked
+                    || (HTTPGrammar.isToken(field.name) && HTTPGrammar.isValidFieldValue(field.value.utf8)
+                        && !Self.framingHeaders.contains(field.name))
             else { continue }
             bytes.append(contentsOf: field.name.utf8)
             bytes.append(contentsOf: ": ".utf8)
@@ -51,13 +57,17 @@ struct ResponseEncoder: Sendable {
         }
         switch self.framing {
         case .contentLength:
-            bytes.append(contentsOf: "Content-Length: \(head.contentLength ?? 0)\r\n".utf8)
+            bytes.append(contentsOf: "Content-Length: ".utf8)
+            Self.appendDigits(head.contentLength ?? 0, to: &bytes)
+            bytes.append(contentsOf: "\r\n".utf8)
         case .chunked:
             bytes.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
         case .noBody:
             // RFC 9110 §8.6: a HEAD answer may carry the length the GET would have had.
             if requestIsHead, let length = head.contentLength, !head.forbidsBody {
-                bytes.append(contentsOf: "Content-Length: \(length)\r\n".utf8)
+                bytes.append(contentsOf: "Content-Length: ".utf8)
+                Self.appendDigits(length, to: &bytes)
+                bytes.append(contentsOf: "\r\n".utf8)
             }
         case .untilClose:
             break
@@ -73,6 +83,24 @@ struct ResponseEncoder: Sendable {
         return bytes
     }
 
+    /// Appends the digits of a non-negative `value` in `radix` (10 or 16) without building
+    /// a String.
+    static func appendDigits(_ value: Int64, radix: Int64 = 10, to bytes: inout [UInt8]) {
+        var width = 1
+        var scale: Int64 = 1
+        while value / scale >= radix {
+            scale *= radix
+            width += 1
+        }
+        var remaining = value
+        for _ in 0..<width {
+            let digit = UInt8(remaining / scale)
+            bytes.append(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+            remaining %= scale
+            scale /= radix
+        }
+    }
+
     /// Appends one body part in the chosen framing to `output`.
     func encodeBody(_ part: some Collection<UInt8>, into output: inout [UInt8]) {
         guard !part.isEmpty else { return }
@@ -82,7 +110,7 @@ struct ResponseEncoder: Sendable {
         case .contentLength, .untilClose:
             output.append(contentsOf: part)
         case .chunked:
-            output.append(contentsOf: String(part.count, radix: 16).utf8)
+            Self.appendDigits(Int64(part.count), radix: 16, to: &output)
             output.append(contentsOf: "\r\n".utf8)
             output.append(contentsOf: part)
             output.append(contentsOf: "\r\n".utf8)

@@ -28,4 +28,33 @@ public struct QueueBound<Value>: @unchecked Sendable {
             body(self.value)
         }
     }
+
+    /// Runs `body` at once when the caller already runs on the owning queue (and the queue
+    /// was marked with ``DispatchQueue/markIdentity()``), otherwise like ``execute(_:)``.
+    /// Only for callers that hold no state `body` could reenter.
+    public func executeNowOrLater(_ body: @escaping @Sendable (Value) -> Void) {
+        if self.queue.isCurrent {
+            body(self.storage)
+        } else {
+            self.execute(body)
+        }
+    }
+}
+
+/// Which marked queue the caller runs on, for code that can skip a hop when it already
+/// runs where it needs to.
+enum QueueIdentity {
+    static let key = DispatchSpecificKey<ObjectIdentifier>()
+}
+
+extension DispatchQueue {
+    /// Lets ``isCurrent`` recognize this queue (and queues targeting it).
+    func markIdentity() {
+        self.setSpecific(key: QueueIdentity.key, value: ObjectIdentifier(self))
+    }
+
+    /// Whether the caller runs on this queue; false for queues never marked.
+    var isCurrent: Bool {
+        DispatchQueue.getSpecific(key: QueueIdentity.key) == ObjectIdentifier(self)
+    }
 }

@@ -96,7 +96,9 @@ public final class CurlForwarder: RouteForwarder {
         let boundAttempt = QueueBound(attempt, queue: exchange.queue)
         let logger = attempt.logger
         entry.source.token { [self] result in
-            bound.execute { exchange in
+            // A token at hand (static, or cached) arrives on the exchange's queue: the transfer
+            // then starts without another trip through the queue.
+            bound.executeNowOrLater { exchange in
                 guard !exchange.isComplete else { return }
                 let attempt = boundAttempt.value
                 switch result.flatMap({ token in

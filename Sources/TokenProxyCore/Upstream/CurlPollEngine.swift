@@ -4,7 +4,7 @@ import Synchronization
 
 /// libcurl's multi interface on one event thread: the thread sleeps in `curl_multi_poll`,
 /// drives transfers with `curl_multi_perform`, and takes commands (add, resume, cancel) from
-/// other threads through a locked queue and `curl_multi_wakeup`.
+/// other threads through a locked inbox, and `curl_multi_wakeup` when it sleeps.
 ///
 /// Every libcurl call on the multi handle and its easy handles happens on this thread; the
 /// transfers' callbacks run there too and hand data to client connections through their
@@ -12,7 +12,7 @@ import Synchronization
 /// requests; HTTP/2 is negotiated by ALPN and multiplexed.
 ///
 /// `@unchecked Sendable`: the multi handle and `transfers` are touched only on the event
-/// thread; `commands` is behind its mutex; `curl_multi_wakeup` is thread-safe.
+/// thread; the inbox is behind its mutex; `curl_multi_wakeup` is thread-safe.
 public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
     private enum Command {
         case add(CurlTransfer)
@@ -20,8 +20,15 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
         case cancel(CurlTransfer)
     }
 
+    /// Commands from other threads, and whether the event thread is (about to be) asleep
+    /// in `curl_multi_poll` with none of them seen: only then does a command need a wake-up.
+    private struct Inbox {
+        var commands: [Command] = []
+        var sleeping = false
+    }
+
     private let multi: UnsafeMutableRawPointer
-    private let commands = Mutex<[Command]>([])
+    private let inbox = Mutex(Inbox())
     private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
     /// Transfers with something for their client, delivered at the end of the loop iteration.
     private var outboxes: [CurlTransfer] = []
@@ -29,8 +36,14 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
     /// Idle easy handles (engine thread only).
     private var easyPool = CurlEasyPool()
 
-    /// Creates an engine and starts its event thread.
-    public init(name: String = "tokenproxy.curl") {
+    /// The longest the thread sleeps with nothing due; commands and libcurl's own timers
+    /// wake it earlier.
+    private let idleWaitMilliseconds: Int
+
+    /// Creates an engine and starts its event thread. `idleWait` only bounds a sleep with
+    /// nothing due (tests make it long, so that a missed wake-up shows as a hang).
+    public init(name: String = "tokenproxy.curl", idleWait: Duration = .seconds(1)) {
+        self.idleWaitMilliseconds = Int(idleWait.milliseconds)
         CurlGlobal.initialize()
         // Safe because curl_multi_init only returns nil when out of memory, where nothing can go on.
         guard let multi = curl_multi_init() else { preconditionFailure("curl_multi_init failed") }
@@ -76,24 +89,33 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
     }
 
     private func send(_ command: Command) {
-        self.commands.withLock { $0.append(command) }
-        curl_multi_wakeup(self.multi)
+        let wake = self.inbox.withLock { inbox -> Bool in
+            inbox.commands.append(command)
+            // One wake-up per sleep: the first command after the thread went to sleep.
+            defer { inbox.sleeping = false }
+            return inbox.sleeping
+        }
+        if wake {
+            curl_multi_wakeup(self.multi)
+        }
     }
 
     private func run() {
         var running: Int32 = 0
+        var pending: [Command] = []
         while true {
-            let pending = self.commands.withLock { commands -> [Command] in
-                defer { commands.removeAll(keepingCapacity: true) }
-                return commands
+            self.inbox.withLock { inbox in
+                swap(&pending, &inbox.commands)
+                inbox.sleeping = false
             }
             for command in pending {
                 self.apply(command)
             }
+            pending.removeAll(keepingCapacity: true)
             curl_multi_perform(self.multi, &running)
             self.collectFinished()
             let now = ContinuousClock.now
-            var timeout = 1000
+            var timeout = self.idleWaitMilliseconds
             for transfer in self.transfers.values {
                 if let deadline = transfer.firstByteDeadline {
                     if deadline <= now {
@@ -108,8 +130,14 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
                 transfer.deliverOutbox()
             }
             self.outboxes.removeAll(keepingCapacity: true)
+            // Commands that came in while this turn ran are taken without sleeping; otherwise
+            // the next command wakes the thread.
+            let sleep = self.inbox.withLock { inbox -> Bool in
+                inbox.sleeping = inbox.commands.isEmpty
+                return inbox.sleeping
+            }
             var ready: Int32 = 0
-            curl_multi_poll(self.multi, nil, 0, Int32(timeout), &ready)
+            curl_multi_poll(self.multi, nil, 0, sleep ? Int32(timeout) : 0, &ready)
         }
     }
 

@@ -197,12 +197,25 @@ public final class CurlTransfer: @unchecked Sendable {
         }
 
         var list: UnsafeMutablePointer<curl_slist>?
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
         for field in self.request.headers {
             // Names and values were checked by the parser; check again at the boundary, since
             // a CR, LF or NUL here would split the upstream request.
             guard HTTPGrammar.isToken(field.name), HTTPGrammar.isValidFieldValue(field.value.utf8) else { continue }
             // "Name:" would tell libcurl to drop the field; "Name;" sends it empty.
-            list = curl_slist_append(list, field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")
+            line.removeAll(keepingCapacity: true)
+            line.append(contentsOf: field.name.utf8)
+            if field.value.isEmpty {
+                line.append(UInt8(ascii: ";"))
+            } else {
+                line.append(contentsOf: ": ".utf8)
+                line.append(contentsOf: field.value.utf8)
+            }
+            line.append(0)
+            list = line.withUnsafeBufferPointer { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { curl_slist_append(list, $0.baseAddress) }
+            }
         }
         // Headers libcurl would add on its own: the client decides, not the proxy.
         list = curl_slist_append(list, "Expect:")

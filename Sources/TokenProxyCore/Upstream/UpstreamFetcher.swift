@@ -75,7 +75,7 @@ public struct UpstreamFetcher: Sendable {
     ) {
         // libcurl frames the body itself (Content-Length from the upload size).
         var headers = request.headers
-        headers.remove(lowercasedNames: UpstreamRequestBuilder.hopByHop)
+        headers.removeAll { UpstreamRequestBuilder.hopByHop.contains($0) }
         let upstreamRequest = UpstreamRequest(
             method: request.method,
             url: request.url,

@@ -25,10 +25,13 @@ public struct UpstreamRequest: Sendable, Equatable {
 /// header edits and the credential (SPEC "Behaviour" 3, "Security rules").
 public enum UpstreamRequestBuilder {
     /// Hop-by-hop fields (RFC 9110 §7.6.1) and fields the engine frames itself; never forwarded.
-    static let hopByHop: Set<String> = [
+    static let hopByHop = HeaderNameSet([
         "connection", "keep-alive", "proxy-authorization", "proxy-authenticate", "proxy-connection", "te",
         "trailer", "transfer-encoding", "upgrade", "content-length", "host", "expect",
-    ]
+    ])
+
+    /// The `X-Forwarded-*` fields, set anew for this hop.
+    static let forwarded = HeaderNameSet(["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"])
 
     /// The credential header to add, already formatted (`Authorization: Bearer …`).
     public struct Credential: Sendable, Equatable {
@@ -56,25 +59,24 @@ public enum UpstreamRequestBuilder {
         let route = match.route
         var headers = head.headers
 
-        // The Connection header is processed first (RFC 9110 §7.6.1), before anything is
-        // injected, so a client cannot name the injected credential as hop-by-hop.
-        var removed = hopByHop
-        for name in head.headers.tokens("Connection") {
-            removed.insert(name)
-        }
-        headers.remove(lowercasedNames: removed)
-        headers.remove(lowercasedNames: Set(route.removeHeaders.map { $0.lowercased() }))
-
+        // One pass removes what never goes upstream as the client sent it: hop-by-hop and
+        // framing fields, the fields the client's Connection header names (processed before
+        // anything is injected, so a client cannot name the credential as hop-by-hop; RFC 9110
+        // §7.6.1), the route's `remove_headers`, the client's credential header where the
+        // proxy sets it, and `X-Forwarded-*`, set again below.
+        var named = head.headers.tokens("Connection")
+        named += route.removeHeaders
         let credentialHeader = credential?.name ?? "Authorization"
         if route.provider != nil, route.incomingAuthorization == .replace || credential != nil {
-            headers.remove(name: credentialHeader)
+            named.append(credentialHeader)
+        }
+        headers.removeAll { name in
+            Self.hopByHop.contains(name) || Self.forwarded.contains(name)
+                || named.contains { name.equalsIgnoringASCIICase($0) }
         }
 
         // X-Forwarded-For accumulates; Proto and Host describe this hop only.
         let forwardedFor = head.headers.values("X-Forwarded-For").joined(separator: ", ")
-        headers.remove(name: "X-Forwarded-For")
-        headers.remove(name: "X-Forwarded-Proto")
-        headers.remove(name: "X-Forwarded-Host")
         let client = clientAddress == "unix" ? "unix" : clientAddress
         headers.add(name: "X-Forwarded-For", value: forwardedFor.isEmpty ? client : "\(forwardedFor), \(client)")
         headers.add(name: "X-Forwarded-Proto", value: "http")
@@ -84,7 +86,7 @@ public enum UpstreamRequestBuilder {
                 headers.add(name: "Host", value: host)
             }
         }
-        for name in route.addHeaders.keys.sorted() {
+        for name in route.addHeaders.isEmpty ? [] : route.addHeaders.keys.sorted() {
             if let value = route.addHeaders[name] {
                 headers.replaceOrAdd(name: name, value: value)
             }

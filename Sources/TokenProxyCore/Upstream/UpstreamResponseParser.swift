@@ -5,10 +5,10 @@
 struct UpstreamResponseParser: Sendable {
     /// Fields never relayed to the client (RFC 9110 §7.6.1), plus the framing the client
     /// connection recomputes.
-    static let hopByHop: Set<String> = [
+    static let hopByHop = HeaderNameSet([
         "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te",
         "trailer", "transfer-encoding", "upgrade", "content-length",
-    ]
+    ])
 
     private var status: Int?
     private var reason: String?
@@ -114,19 +114,18 @@ struct UpstreamResponseParser: Sendable {
             }
         }
         var head = HTTPResponseHead(status: status, reason: self.reason, headers: headers)
+        // Names were checked as tokens by `line`, values just above, framing fields dropped.
+        head.fieldsChecked = true
         if requestIsHead || !head.forbidsBody {
             head.contentLength = contentLength
         }
         return head
     }
 
-    /// Whether `name` is in ``hopByHop``, compared without building a lowercased copy: this
-    /// runs for every field of every response.
+    /// Whether `name` is in ``hopByHop``.
     static func isHopByHop(_ name: String) -> Bool {
-        Self.hopByHopNames.contains { name.equalsIgnoringASCIICase($0) }
+        Self.hopByHop.contains(name)
     }
-
-    private static let hopByHopNames = Array(hopByHop)
 
     /// A `Location` pointing into the route's upstream (same origin, under its base path)
     /// becomes the matching path on the proxy, so the client's next request goes through the

@@ -18,14 +18,23 @@ public struct UpstreamURL: Sendable, Equatable {
         public var query: String?
         /// The base URL as given.
         public var url: String
+        /// `scheme://host[:port]`: the upstream's origin, for building request URLs and for
+        /// recognising the upstream's own redirects.
+        public let origin: String
 
-        /// `scheme://host[:port]`: the upstream's origin, for recognising its own redirects.
-        public var origin: String {
-            let defaultPort = self.scheme == "https" ? "443" : "80"
-            if let port = self.port, port != defaultPort {
-                return "\(self.scheme)://\(self.host):\(port)"
+        init(scheme: String, host: String, port: String?, path: String, query: String?, url: String) {
+            self.scheme = scheme
+            self.host = host
+            self.port = port
+            self.path = path
+            self.query = query
+            self.url = url
+            let defaultPort = scheme == "https" ? "443" : "80"
+            if let port, port != defaultPort {
+                self.origin = "\(scheme)://\(host):\(port)"
+            } else {
+                self.origin = "\(scheme)://\(host)"
             }
-            return "\(self.scheme)://\(self.host)"
         }
     }
 
@@ -50,7 +59,7 @@ public struct UpstreamURL: Sendable, Equatable {
         while path.hasSuffix("/") {
             path.removeLast()
         }
-        return Base(
+        let base = Base(
             scheme: scheme.lowercased(),
             host: host,
             port: Self.part(handle, CURLUPART_PORT),
@@ -58,40 +67,59 @@ public struct UpstreamURL: Sendable, Equatable {
             query: Self.part(handle, CURLUPART_QUERY),
             url: upstream
         )
+        // Request URLs are the origin followed by a path starting with `/`, so the origin
+        // alone decides scheme, host and port: check once that libcurl reads it back as such.
+        guard curl_url_set(handle, CURLUPART_URL, base.origin + "/", 0) == CURLUE_OK,
+            Self.part(handle, CURLUPART_SCHEME)?.equalsIgnoringASCIICase(base.scheme) == true,
+            Self.part(handle, CURLUPART_HOST) == base.host,
+            Self.part(handle, CURLUPART_PORT) == base.port
+        else {
+            throw Failure(description: "the upstream URL's origin cannot be rebuilt")
+        }
+        return base
     }
 
     /// The full URL for a request whose remaining path is `path` (already percent-encoded as
     /// the client sent it, starting with `/` or empty) and whose raw query is `query`.
     ///
-    /// The origin comes from the parsed base; the client's path and query were checked by the
+    /// The origin comes from the parsed base (checked once, in ``parseBase(_:)``, to read back
+    /// as the same scheme, host and port); the client's path and query were checked by the
     /// parser (visible ASCII, no `#`, valid escapes) and are kept byte for byte (libcurl's part
-    /// setters would re-case `%2F` escapes, which breaks signed URLs). The result is parsed
-    /// again and must have exactly the base's scheme, host and port.
+    /// setters would re-case `%2F` escapes, which breaks signed URLs). The path after the
+    /// origin always starts with `/`, which ends the authority: nothing the client sends can
+    /// move the request to another host, port or scheme (`//evil/x` and `/@evil/x` are paths).
     public static func build(base: Base, path: String, query: String?) throws(Failure) -> String {
         let hash = UInt8(ascii: "#")
-        guard path.isEmpty || path.hasPrefix("/"), !path.utf8.contains(hash), !(query?.utf8.contains(hash) ?? false)
+        guard path.isEmpty || path.utf8.first == UInt8(ascii: "/"), !path.utf8.contains(hash),
+            !(query?.utf8.contains(hash) ?? false)
         else {
             throw Failure(description: "invalid request path")
         }
-        var fullPath = base.path + path
-        if fullPath.isEmpty {
-            fullPath = "/"
+        var url = base.origin
+        url.reserveCapacity(url.utf8.count + base.path.utf8.count + path.utf8.count + (query?.utf8.count ?? 0) + 2)
+        url += base.path
+        url += path
+        if base.path.isEmpty && path.isEmpty {
+            url += "/"
         }
-        var url = base.origin + fullPath
-        switch (base.query, query) {
-        case (let baseQuery?, let clientQuery?): url += "?\(baseQuery)&\(clientQuery)"
-        case (let baseQuery?, nil): url += "?\(baseQuery)"
-        case (nil, let clientQuery?): url += "?\(clientQuery)"
-        case (nil, nil): break
-        }
-        guard let handle = curl_url() else { throw Failure(description: "out of memory") }
-        defer { curl_url_cleanup(handle) }
-        guard curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK,
-            Self.part(handle, CURLUPART_SCHEME)?.equalsIgnoringASCIICase(base.scheme) == true,
-            Self.part(handle, CURLUPART_HOST) == base.host,
-            Self.part(handle, CURLUPART_PORT) == base.port
+        guard url.utf8.count > base.origin.utf8.count,
+            url.utf8[url.utf8.index(url.utf8.startIndex, offsetBy: base.origin.utf8.count)] == UInt8(ascii: "/")
         else {
             throw Failure(description: "the request path would change the upstream")
+        }
+        switch (base.query, query) {
+        case (let baseQuery?, let clientQuery?):
+            url += "?"
+            url += baseQuery
+            url += "&"
+            url += clientQuery
+        case (let baseQuery?, nil):
+            url += "?"
+            url += baseQuery
+        case (nil, let clientQuery?):
+            url += "?"
+            url += clientQuery
+        case (nil, nil): break
         }
         return url
     }
