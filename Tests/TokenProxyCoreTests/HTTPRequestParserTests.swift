@@ -216,6 +216,14 @@ struct HTTPRequestParserTests {
         }
     }
 
+    @Test(arguments: [1, 5, 1000])
+    func manyFieldsKeepTheirOrderWhateverTheSegmentation(step: Int) {
+        let fields = (0..<40).map { "X-Field-\($0): value \($0)\r\n" }.joined()
+        let events = ParserDriver.run("GET / HTTP/1.1\r\nHost: a\r\n\(fields)\r\n", step: step)
+        let headers = head(events)?.headers.map { "\($0.name)=\($0.value)" }
+        #expect(headers == ["Host=a"] + (0..<40).map { "X-Field-\($0)=value \($0)" })
+    }
+
     @Test func byteAtATimeDeliveryParsesALongHeader() {
         // 60 KiB of header delivered one byte per call parses; the scan resumes where it stopped.
         let value = String(repeating: "v", count: 60_000)

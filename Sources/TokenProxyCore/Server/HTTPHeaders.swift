@@ -22,6 +22,12 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         self.fields = pairs.map { Field(name: $0.0, value: $0.1) }
     }
 
+    /// Makes room for `count` fields, so that adding them one by one does not grow the
+    /// storage step by step.
+    public mutating func reserveCapacity(_ count: Int) {
+        self.fields.reserveCapacity(count)
+    }
+
     /// The number of fields, duplicates included.
     public var count: Int { self.fields.count }
 

@@ -127,24 +127,28 @@ public struct HTTPRequestParser: Sendable {
                     self.state = .failed(error)
                     return (.yield(.failed(error)), 0)
                 case .success(let line):
-                    self.state = .headerLines(
-                        PartialHead(
-                            method: line.method,
-                            target: line.target,
-                            targetForm: line.form,
-                            path: line.path,
-                            query: line.query,
-                            version: line.version
-                        )
+                    var head = PartialHead(
+                        method: line.method,
+                        target: line.target,
+                        targetForm: line.form,
+                        path: line.path,
+                        query: line.query,
+                        version: line.version
                     )
+                    head.headers.reserveCapacity(16)
+                    self.state = .headerLines(head)
                     return (.again, next)
                 }
             }
 
         case .headerLines(var head):
+            // The state lets go of the head while it grows, so that adding a field appends in
+            // place instead of copying every field added so far; each path below sets it again.
+            self.state = .endOfMessage
             let budget = self.limits.maxHeaderBytes - head.headerBytes
             switch self.readLine(input, limit: budget) {
             case .incomplete:
+                self.state = .headerLines(head)
                 return (.yield(.needMoreData), 0)
             case .tooLong:
                 return self.fail(.headersTooLarge, "header section larger than \(self.limits.maxHeaderBytes) bytes")

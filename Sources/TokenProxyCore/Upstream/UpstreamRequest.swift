@@ -58,6 +58,9 @@ public enum UpstreamRequestBuilder {
     ) -> UpstreamRequest {
         let route = match.route
         var headers = head.headers
+        // One copy with room for what is added below (forwarding fields, Host, the route's
+        // fields, the credential).
+        headers.reserveCapacity(headers.count + route.addHeaders.count + 5)
 
         // One pass removes what never goes upstream as the client sent it: hop-by-hop and
         // framing fields, the fields the client's Connection header names (processed before

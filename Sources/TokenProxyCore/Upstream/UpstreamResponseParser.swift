@@ -74,6 +74,10 @@ struct UpstreamResponseParser: Sendable {
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")), HTTPGrammar.isToken(line[..<colon]) else {
             return .invalid
         }
+        if self.fields.capacity == 0 {
+            // Room for a typical head at once rather than growing field by field.
+            self.fields.reserveCapacity(16)
+        }
         self.fields.append((String(decoding: line[..<colon], as: UTF8.self), Self.trimmed(line[(colon + 1)...])))
         return .pending
     }
@@ -90,6 +94,7 @@ struct UpstreamResponseParser: Sendable {
     func head(requestIsHead: Bool, relay: CurlTransfer.Relay?) -> HTTPResponseHead {
         let status = self.status ?? 502
         var headers = HTTPHeaders()
+        headers.reserveCapacity(self.fields.count)
         // Field names the upstream's Connection header lists are hop-by-hop too (RFC 9110
         // §7.6.1). Most answers have none, so nothing is built for them.
         var connectionNamed: [Substring] = []
