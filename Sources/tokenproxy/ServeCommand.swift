@@ -42,9 +42,12 @@ struct ServeCommand: ParsableCommand {
             )
             throw ExitStatus.configError
         }
+        // One engine per processor by default; the count can be set for measurements.
+        let engineCount =
+            ProcessEnvironment.variables["TOKENPROXY_CURL_ENGINES"].flatMap { Int($0) } ?? CurlEngineKind.defaultCount
         let forwarder = CurlForwarder(
             configuration: configuration,
-            engine: engineKind.make(),
+            engines: engineKind.make(count: min(engineCount, 64)),
             store: store,
             logger: logger
         )

@@ -15,6 +15,7 @@ final class ForwardingFixture {
         provider: String = #"{"grant": "static", "token": "upstream-token-1"}"#,
         route: String = "",
         engine: (any CurlEngine)? = nil,
+        engines: [any CurlEngine]? = nil,
         store: (any TokenStore)? = nil,
         logger: Logger = TestLogging.logger
     ) throws {
@@ -33,7 +34,7 @@ final class ForwardingFixture {
             configuration,
             forwarder: CurlForwarder(
                 configuration: configuration,
-                engine: engine ?? ForwardingFixture.engine,
+                engines: engines ?? [engine ?? ForwardingFixture.engine],
                 store: store,
                 logger: logger
             ),
@@ -376,6 +377,29 @@ struct EngineWakeUpTests {
         }
         #expect(failures.withLock { $0 } == [])
         #expect(answered.withLock { $0 } == connections * perConnection)
+    }
+}
+
+struct SeveralEnginesTests {
+    /// Each connection is served by one engine; with two, both get connections (32 of them
+    /// all landing on one would happen once in two billion runs), and each keeps its own
+    /// upstream connection.
+    @Test func connectionsAreSpreadOverTheEngines() throws {
+        let engines: [any CurlEngine] = [
+            CurlPollEngine(name: "tokenproxy.test.a"), CurlPollEngine(name: "tokenproxy.test.b"),
+        ]
+        let fixture = try ForwardingFixture(engines: engines)
+        for connection in 0..<32 {
+            let client = try fixture.client()
+            for request in 0..<3 {
+                try client.send("GET /api/c\(connection)/r\(request) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                let response = try client.readResponse()
+                #expect(response.status == 200)
+                #expect(response.header("X-Seen-Target") == "/base/c\(connection)/r\(request)")
+            }
+        }
+        #expect(fixture.upstream.requests.count == 96)
+        #expect(fixture.upstream.connectionsAccepted == 2)
     }
 }
 

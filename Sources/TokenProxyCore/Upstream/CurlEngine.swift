@@ -1,4 +1,5 @@
 import CCurl
+import Foundation
 
 /// What drives libcurl transfers: the seam between ``CurlTransfer`` and the event loop.
 ///
@@ -38,6 +39,23 @@ public enum CurlEngineKind: String, Sendable, CaseIterable {
         switch self {
         case .poll: return CurlPollEngine()
         case .dispatch: return CurlDispatchEngine()
+        }
+    }
+
+    /// How many engines `serve` runs unless told otherwise: one per processor, as nginx's
+    /// `worker_processes auto` does, at most 8 (each engine keeps its own upstream
+    /// connections, so more engines mean more idle connections to every upstream).
+    public static var defaultCount: Int {
+        min(8, max(1, ProcessInfo.processInfo.activeProcessorCount))
+    }
+
+    /// `count` new engines of this kind (at least one).
+    public func make(count: Int) -> [any CurlEngine] {
+        (0..<max(1, count)).map { index in
+            switch self {
+            case .poll: return CurlPollEngine(name: "tokenproxy.curl.\(index)")
+            case .dispatch: return CurlDispatchEngine()
+            }
         }
     }
 }

@@ -4,7 +4,8 @@ import Synchronization
 /// Forwards routed requests with libcurl: gets the route's credential, builds the upstream
 /// request from parsed parts, and streams both bodies through a ``CurlTransfer``.
 public final class CurlForwarder: RouteForwarder {
-    private let engine: any CurlEngine
+    /// The engines; a client connection's requests all go through one of them.
+    private let engines: [any CurlEngine]
     private let credentials: CredentialRegistry
     /// Fixed at start, like the listeners (a reload changes providers, not limits).
     private let limits: Limits
@@ -12,16 +13,28 @@ public final class CurlForwarder: RouteForwarder {
 
     /// Creates a forwarder over `engine` for `configuration`'s providers, keeping tokens in
     /// `store` (by default the configuration's `token_store`).
-    public init(
+    public convenience init(
         configuration: ProxyConfiguration,
         engine: any CurlEngine,
         store: (any TokenStore)? = nil,
         logger: Logger
     ) {
-        self.engine = engine
+        self.init(configuration: configuration, engines: [engine], store: store, logger: logger)
+    }
+
+    /// Creates a forwarder over several engines (at least one): each client connection is
+    /// served by one of them, the proxy's own requests by the first.
+    public init(
+        configuration: ProxyConfiguration,
+        engines: [any CurlEngine],
+        store: (any TokenStore)? = nil,
+        logger: Logger
+    ) {
+        precondition(!engines.isEmpty, "a forwarder needs an engine")
+        self.engines = engines
         self.credentials = CredentialRegistry(
             configuration: configuration,
-            fetcher: UpstreamFetcher(engine: engine),
+            fetcher: UpstreamFetcher(engine: engines[0]),
             store: store ?? configuration.tokenStore.makeStore(),
             logger: logger
         )
@@ -186,7 +199,7 @@ public final class CurlForwarder: RouteForwarder {
             route: route.name,
             provider: route.provider
         )
-        let engine = self.engine
+        let engine = self.engine(for: exchange)
         // The exchange owns the attempt until it ends (its callbacks are dropped then).
         exchange.onClose = { [attempt] in
             _ = attempt
@@ -194,6 +207,14 @@ public final class CurlForwarder: RouteForwarder {
         }
         attempt.attach(transfer, exchange: exchange)
         engine.add(transfer)
+    }
+
+    /// The engine serving `exchange`'s connection: chosen by the connection's queue, so the
+    /// same for all of its requests.
+    private func engine(for exchange: HTTPExchange) -> any CurlEngine {
+        guard self.engines.count > 1 else { return self.engines[0] }
+        let slot = UInt(bitPattern: ObjectIdentifier(exchange.queue).hashValue) % UInt(self.engines.count)
+        return self.engines[Int(slot)]
     }
 
     private func base(for upstream: String) throws(UpstreamURL.Failure) -> UpstreamURL.Base {
