@@ -309,21 +309,6 @@ struct ForwardingTests {
         #expect(fixture.upstream.requests.last?.headers.first("Authorization") == "Bearer second-token-longer")
     }
 
-    /// The poll engine delivers answers on the connection's queue from its own thread; the
-    /// next pipelined request is then parsed and forwarded from inside that delivery.
-    @Test func pipelinedForwardedRequestsAreAnsweredInOrder() throws {
-        let fixture = try ForwardingFixture()
-        let client = try fixture.client()
-        let paths = (0..<6).map { "/api/pipelined/\($0)" }
-        try client.send(paths.map { "GET \($0) HTTP/1.1\r\nHost: localhost\r\n\r\n" }.joined())
-        for path in paths {
-            let response = try client.readResponse()
-            #expect(response.status == 200)
-            #expect(response.header("X-Seen-Target") == "/base" + path.dropFirst("/api".count))
-        }
-        #expect(fixture.upstream.requests.count == paths.count)
-    }
-
     @Test func upstreamConnectionsAreReused() throws {
         let fixture = try ForwardingFixture()
         for _ in 0..<5 {

@@ -29,15 +29,6 @@ public struct QueueBound<Value>: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` with the value on the owning queue and waits for it: on the caller's
-    /// thread when the queue is idle, after its current work otherwise. Only for threads that
-    /// are not Dispatch workers and for work the queue never waits on in turn.
-    public func executeAndWait(_ body: (Value) -> Void) {
-        self.queue.sync {
-            body(self.value)
-        }
-    }
-
     /// Runs `body` at once when the caller already runs on the owning queue (and the queue
     /// was marked with ``DispatchQueue/markIdentity()``), otherwise like ``execute(_:)``.
     /// Only for callers that hold no state `body` could reenter.

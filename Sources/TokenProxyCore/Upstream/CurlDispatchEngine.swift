@@ -90,9 +90,6 @@ public final class CurlDispatchEngine: CurlEngine, @unchecked Sendable {
         }
     }
 
-    /// The engine runs on a Dispatch worker, which must not wait for another queue.
-    public var deliversSynchronously: Bool { false }
-
     /// Queues a transfer's outbox for delivery after the current libcurl call.
     public func outboxReady(_ transfer: CurlTransfer) {
         self.outboxes.append(transfer)

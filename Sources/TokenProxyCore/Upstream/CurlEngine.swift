@@ -21,10 +21,6 @@ public protocol CurlEngine: AnyObject, Sendable {
     func takeEasyHandle() -> UnsafeMutableRawPointer?
     /// Takes back a transfer's easy handle once it left the multi handle (called on the engine).
     func recycle(_ easy: UnsafeMutableRawPointer)
-    /// Whether deliveries may run on the client connection's queue synchronously
-    /// (`DispatchQueue.sync`) from the engine: true for an engine on a thread of its own,
-    /// which may wait for a connection's queue, false for one running on a Dispatch worker.
-    var deliversSynchronously: Bool { get }
 }
 
 /// The engine kinds, for `serve` and `bench/`.

@@ -70,11 +70,6 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
         self.send(.cancel(transfer))
     }
 
-    /// The event thread is not a Dispatch worker, and nothing on a connection's queue waits
-    /// for it: it may run deliveries on the connection's queue directly, so the answer goes
-    /// to the client without waking another thread.
-    public var deliversSynchronously: Bool { true }
-
     /// Called on the event thread by a transfer that collected something for its client.
     public func outboxReady(_ transfer: CurlTransfer) {
         self.outboxes.append(transfer)

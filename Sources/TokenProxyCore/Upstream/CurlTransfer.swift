@@ -322,11 +322,6 @@ public final class CurlTransfer: @unchecked Sendable {
         self.engine?.outboxReady(self)
     }
 
-    /// Whether the sink may run a delivery synchronously on its client's queue (engine thread).
-    var deliversSynchronously: Bool {
-        self.engine?.deliversSynchronously ?? false
-    }
-
     /// Hands what was collected to the sink (engine thread).
     func deliverOutbox() {
         self.outboxQueued = false

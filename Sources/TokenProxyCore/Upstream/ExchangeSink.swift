@@ -1,6 +1,5 @@
-/// Relays a transfer's response to a client exchange: each delivery runs once on the
-/// connection's queue (synchronously from an engine thread of its own, else as a hop) with
-/// one flush, and a client that cannot keep up pauses the transfer.
+/// Relays a transfer's response to a client exchange: each delivery is one hop to the
+/// connection's queue and one flush, and a client that cannot keep up pauses the transfer.
 struct ExchangeSink: CurlResponseSink {
     /// The client exchange, confined to its connection's queue.
     let exchange: QueueBound<HTTPExchange>
@@ -27,54 +26,48 @@ struct ExchangeSink: CurlResponseSink {
     }
 
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
-        // From an engine thread of its own, the delivery runs on the connection's queue
-        // without a hop: the bytes reach the client socket before the engine goes on, and no
-        // Dispatch worker has to be woken for them.
-        if transfer.deliversSynchronously {
-            self.exchange.executeAndWait { self.apply(delivery, from: transfer, to: $0) }
-        } else {
-            self.exchange.execute { self.apply(delivery, from: transfer, to: $0) }
-        }
-    }
-
-    /// Relays one delivery (on the exchange's queue).
-    private func apply(_ delivery: CurlDelivery, from transfer: CurlTransfer, to exchange: HTTPExchange) {
-        if self.swallowing.value || (delivery.head?.status == 401 && self.interceptUnauthorized()) {
-            self.swallowing.value = true
-            transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
-            if delivery.end != nil {
-                self.onSwallowedResponseEnd()
+        let onComplete = self.onComplete
+        let swallowing = self.swallowing
+        let intercept = self.interceptUnauthorized
+        let swallowedEnd = self.onSwallowedResponseEnd
+        self.exchange.execute { exchange in
+            if swallowing.value || (delivery.head?.status == 401 && intercept()) {
+                swallowing.value = true
+                transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
+                if delivery.end != nil {
+                    swallowedEnd()
+                }
+                return
             }
-            return
-        }
-        exchange.batch { exchange in
-            if let head = delivery.head {
-                exchange.sendHead(head)
+            exchange.batch { exchange in
+                if let head = delivery.head {
+                    exchange.sendHead(head)
+                }
+                for part in delivery.body {
+                    exchange.sendBody(part)
+                }
+                switch delivery.end {
+                case .finish?:
+                    exchange.finish()
+                    onComplete(.finished)
+                case .abort?:
+                    exchange.abort()
+                    onComplete(.aborted)
+                case .fail(let error)?:
+                    exchange.respond(ErrorResponse.response(for: error))
+                    onComplete(.failed(error))
+                case nil:
+                    break
+                }
             }
-            for part in delivery.body {
-                exchange.sendBody(part)
-            }
-            switch delivery.end {
-            case .finish?:
-                exchange.finish()
-                self.onComplete(.finished)
-            case .abort?:
-                exchange.abort()
-                self.onComplete(.aborted)
-            case .fail(let error)?:
-                exchange.respond(ErrorResponse.response(for: error))
-                self.onComplete(.failed(error))
-            case nil:
-                break
-            }
-        }
-        guard delivery.bodyBytes > 0 else { return }
-        let writable = exchange.isComplete || exchange.isWritable
-        transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: writable)
-        if !writable {
-            exchange.onWritable = {
-                exchange.onWritable = nil
-                transfer.consumerBecameWritable()
+            guard delivery.bodyBytes > 0 else { return }
+            let writable = exchange.isComplete || exchange.isWritable
+            transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: writable)
+            if !writable {
+                exchange.onWritable = {
+                    exchange.onWritable = nil
+                    transfer.consumerBecameWritable()
+                }
             }
         }
     }
