@@ -309,6 +309,20 @@ struct ForwardingTests {
         #expect(fixture.upstream.requests.last?.headers.first("Authorization") == "Bearer second-token-longer")
     }
 
+    /// Requests written back to back are forwarded one after the other and answered in order.
+    @Test func pipelinedForwardedRequestsAreAnsweredInOrder() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        let paths = (0..<6).map { "/api/pipelined/\($0)" }
+        try client.send(paths.map { "GET \($0) HTTP/1.1\r\nHost: localhost\r\n\r\n" }.joined())
+        for path in paths {
+            let response = try client.readResponse()
+            #expect(response.status == 200)
+            #expect(response.header("X-Seen-Target") == "/base" + path.dropFirst("/api".count))
+        }
+        #expect(fixture.upstream.requests.count == paths.count)
+    }
+
     @Test func upstreamConnectionsAreReused() throws {
         let fixture = try ForwardingFixture()
         for _ in 0..<5 {

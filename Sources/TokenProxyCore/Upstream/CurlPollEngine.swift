@@ -43,7 +43,7 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
     /// Creates an engine and starts its event thread. `idleWait` only bounds a sleep with
     /// nothing due (tests make it long, so that a missed wake-up shows as a hang).
     public init(name: String = "tokenproxy.curl", idleWait: Duration = .seconds(1)) {
-        self.idleWaitMilliseconds = Int(idleWait.milliseconds)
+        self.idleWaitMilliseconds = Int(min(max(idleWait.milliseconds, 1), Int64(Int32.max)))
         CurlGlobal.initialize()
         // Safe because curl_multi_init only returns nil when out of memory, where nothing can go on.
         guard let multi = curl_multi_init() else { preconditionFailure("curl_multi_init failed") }
