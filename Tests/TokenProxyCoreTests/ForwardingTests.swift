@@ -566,6 +566,15 @@ struct UpstreamURLTests {
         }
     }
 
+    @Test func anIPv6OriginIsRebuiltWithItsBrackets() throws {
+        let base = try UpstreamURL.parseBase("http://[::1]:9000/v1/")
+        #expect(base.origin == "http://[::1]:9000")
+        #expect(try UpstreamURL.build(base: base, path: "/x", query: "q=1") == "http://[::1]:9000/v1/x?q=1")
+        let defaultPort = try UpstreamURL.parseBase("https://API.example.com:443")
+        #expect(defaultPort.origin == "https://API.example.com")
+        #expect(try UpstreamURL.build(base: defaultPort, path: "", query: nil) == "https://API.example.com/")
+    }
+
     @Test func aBaseQueryIsKeptInFront() throws {
         let base = try UpstreamURL.parseBase("https://api.example.com/v1?key=static")
         #expect(

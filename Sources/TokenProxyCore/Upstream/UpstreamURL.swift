@@ -4,20 +4,21 @@ import CCurl
 /// concatenating client input into a URL string: the scheme, host and port always come
 /// from the route's `upstream`, so a path like `/@evil/x` or `//evil/x` stays a path.
 public struct UpstreamURL: Sendable, Equatable {
-    /// The route's upstream split into parts, parsed once when the route is set up.
+    /// The route's upstream split into parts, parsed once when the route is set up; the
+    /// parts are constants, so the origin made from them stays true.
     public struct Base: Sendable, Equatable {
         /// `https` or `http`.
-        public var scheme: String
+        public let scheme: String
         /// The host, as libcurl normalized it.
-        public var host: String
+        public let host: String
         /// The explicit port, if any.
-        public var port: String?
+        public let port: String?
         /// The base path without a trailing slash (empty for the root).
-        public var path: String
+        public let path: String
         /// The base URL's own query, if any.
-        public var query: String?
+        public let query: String?
         /// The base URL as given.
-        public var url: String
+        public let url: String
         /// `scheme://host[:port]`: the upstream's origin, for building request URLs and for
         /// recognising the upstream's own redirects.
         public let origin: String
@@ -59,6 +60,7 @@ public struct UpstreamURL: Sendable, Equatable {
         while path.hasSuffix("/") {
             path.removeLast()
         }
+        let effectivePort = Self.part(handle, CURLUPART_PORT, flags: UInt32(CURLU_DEFAULT_PORT))
         let base = Base(
             scheme: scheme.lowercased(),
             host: host,
@@ -68,11 +70,12 @@ public struct UpstreamURL: Sendable, Equatable {
             url: upstream
         )
         // Request URLs are the origin followed by a path starting with `/`, so the origin
-        // alone decides scheme, host and port: check once that libcurl reads it back as such.
+        // alone decides scheme, host and port: check once that libcurl reads it back as such
+        // (an explicit default port, dropped from the origin, reads back as the default).
         guard curl_url_set(handle, CURLUPART_URL, base.origin + "/", 0) == CURLUE_OK,
             Self.part(handle, CURLUPART_SCHEME)?.equalsIgnoringASCIICase(base.scheme) == true,
             Self.part(handle, CURLUPART_HOST) == base.host,
-            Self.part(handle, CURLUPART_PORT) == base.port
+            Self.part(handle, CURLUPART_PORT, flags: UInt32(CURLU_DEFAULT_PORT)) == effectivePort
         else {
             throw Failure(description: "the upstream URL's origin cannot be rebuilt")
         }
@@ -124,9 +127,9 @@ public struct UpstreamURL: Sendable, Equatable {
         return url
     }
 
-    private static func part(_ handle: OpaquePointer, _ part: CURLUPart) -> String? {
+    private static func part(_ handle: OpaquePointer, _ part: CURLUPart, flags: UInt32 = 0) -> String? {
         var value: UnsafeMutablePointer<CChar>?
-        guard curl_url_get(handle, part, &value, 0) == CURLUE_OK, let value else { return nil }
+        guard curl_url_get(handle, part, &value, flags) == CURLUE_OK, let value else { return nil }
         defer { curl_free(value) }
         return String(cString: value)
     }
