@@ -206,7 +206,7 @@ t1, n1, d1 = rows[("tokenproxy 1k", 1)], rows[("nginx 1k", 1)], rows[("direct 1k
 print(f"added p50 at c=1: tokenproxy {(t1[1] - d1[1]) * 1e3:.3f} ms, nginx {(n1[1] - d1[1]) * 1e3:.3f} ms  (target: tokenproxy <= nginx)")
 t8, n8 = rows[("tokenproxy 8m", 1)], rows[("nginx 8m", 1)]
 print(f"ratio tokenproxy/nginx, 8 MiB download MB/s: {t8[3] / n8[3]:.2f}  (target >= 0.90)")
-print(f"tokenproxy RSS idle: {int(sys.argv[2]) / 1024:.1f} MiB  (target < 30)")
+print(f"tokenproxy RSS idle: {int(sys.argv[2]) / 1024:.2f} MiB ({sys.argv[2]} KiB; target < 30 MiB)")
 dp = rows[("tp-dispatch 1k", 64)]
 print(f"engines, 1k c=64 requests/s: poll {t[0]:.0f}, dispatch {dp[0]:.0f}")
 PY
