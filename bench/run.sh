@@ -25,8 +25,10 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
-# Built as the Dockerfile builds it (static Swift runtime), in a scratch folder of its own.
-build=(swift build -c release --static-swift-stdlib --product tokenproxy --scratch-path .build-bench)
+# Built as the Dockerfile builds it (static Swift runtime, linked by lld with packed relative
+# relocations), in a scratch folder of its own.
+build=(swift build -c release --static-swift-stdlib --product tokenproxy --scratch-path .build-bench
+    -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
 "${build[@]}" >/dev/null
 TOKENPROXY="$("${build[@]}" --show-bin-path)/tokenproxy"
 
