@@ -513,6 +513,17 @@ struct UpstreamResponseParserTests {
         #expect(parser.line("\r\n") == .complete)
     }
 
+    @Test func aReasonPhraseWithAControlCharacterIsReplaced() throws {
+        let head = try self.parse(["HTTP/1.1 200 OK\rSet-Cookie: injected=1", "X-Kept: yes"])
+        #expect(head.reason == nil)
+        var encoder = ResponseEncoder()
+        var keepAlive = true
+        let bytes = encoder.encodeHead(head, requestVersion: .http1_1, requestIsHead: false, keepAlive: &keepAlive)
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK\r\nX-Kept: yes\r\n"))
+        #expect(!String(decoding: bytes, as: UTF8.self).contains("injected"))
+        #expect(try self.parse(["HTTP/1.1 299 Fine Enough"]).reason == "Fine Enough")
+    }
+
     @Test func http2StatusLinesAndLengthsAreRead() throws {
         let head = try self.parse(["HTTP/2 404", "content-length: 12", "content-type: text/plain"])
         #expect(head.status == 404)

@@ -51,7 +51,13 @@ struct UpstreamResponseParser: Sendable {
                 let status = Int(String(decoding: digits, as: UTF8.self)), (100...599).contains(status)
             else { return .invalid }
             self.status = status
-            self.reason = codeEnd < line.endIndex ? String(decoding: line[(codeEnd + 1)...], as: UTF8.self) : nil
+            // The reason phrase goes onto the client's status line as it is, so one with a
+            // control character (a bare CR could split the answer) is replaced by the standard
+            // phrase for the status (RFC 9112 §4: clients ignore it anyway).
+            let reason = codeEnd < line.endIndex ? line[(codeEnd + 1)...] : nil
+            self.reason = reason.flatMap {
+                HTTPGrammar.isValidFieldValue($0) ? String(decoding: $0, as: UTF8.self) : nil
+            }
             self.fields = []
             return .pending
         }
