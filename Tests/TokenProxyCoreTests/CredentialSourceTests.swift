@@ -34,30 +34,34 @@ private func fetch(_ source: any CredentialSource) -> Result<AccessToken, ProxyE
     source.waitForToken()
 }
 
+/// A `command` source named `cmd` running `command`, with the test's cache and timeout.
+private func commandSource(
+    _ command: String,
+    cacheSeconds: Double? = nil,
+    refreshSkewSeconds: Double = 0,
+    timeout: Double = 10
+) -> CommandCredentialSource {
+    CommandCredentialSource(
+        name: "cmd",
+        argv: [command],
+        cacheSeconds: cacheSeconds,
+        refreshSkewSeconds: refreshSkewSeconds,
+        timeout: timeout
+    )
+}
+
 struct CredentialSourceTests {
     @Test func aCommandPrintingABareTokenIsUsed() throws {
         let scripts = try ScriptDirectory()
         let command = try scripts.script("token", "printf 'plain-token-1\\n'")
-        let source = CommandCredentialSource(
-            name: "cmd",
-            argv: [command],
-            cacheSeconds: nil,
-            refreshSkewSeconds: 0,
-            timeout: 10
-        )
+        let source = commandSource(command)
         #expect(try fetch(source).get().value == "plain-token-1")
     }
 
     @Test func aCommandPrintingJSONGivesTheTokenAndItsExpiry() throws {
         let scripts = try ScriptDirectory()
         let command = try scripts.script("token", #"echo '{"access_token": "json-token", "expires_in": 3600}'"#)
-        let source = CommandCredentialSource(
-            name: "cmd",
-            argv: [command],
-            cacheSeconds: nil,
-            refreshSkewSeconds: 0,
-            timeout: 10
-        )
+        let source = commandSource(command)
         let token = try fetch(source).get()
         #expect(token.value == "json-token")
         #expect(token.expiresAt != nil)
@@ -67,13 +71,7 @@ struct CredentialSourceTests {
         let scripts = try ScriptDirectory()
         let counter = scripts.path("runs")
         let command = try scripts.script("token", "echo run >> '\(counter)'\nsleep 0.3\necho shared-token")
-        let source = CommandCredentialSource(
-            name: "cmd",
-            argv: [command],
-            cacheSeconds: 300,
-            refreshSkewSeconds: 0,
-            timeout: 10
-        )
+        let source = commandSource(command, cacheSeconds: 300)
         let group = DispatchGroup()
         let values = Locked<[String]>([])
         for _ in 0..<20 {
@@ -98,13 +96,7 @@ struct CredentialSourceTests {
             "echo run >> '\(counter)'\necho token-$(wc -l < '\(counter)' | tr -d ' ')"
         )
         // A refresh skew larger than the cache lifetime makes every cached token stale at once.
-        let source = CommandCredentialSource(
-            name: "cmd",
-            argv: [command],
-            cacheSeconds: 5,
-            refreshSkewSeconds: 10,
-            timeout: 10
-        )
+        let source = commandSource(command, cacheSeconds: 5, refreshSkewSeconds: 10)
         #expect(try fetch(source).get().value == "token-1")
         #expect(try fetch(source).get().value == "token-2")
     }
@@ -112,13 +104,7 @@ struct CredentialSourceTests {
     @Test func aFailingCommandReportsItsStatusAndStderr() throws {
         let scripts = try ScriptDirectory()
         let command = try scripts.script("token", "echo 'login expired, run gcloud auth login' >&2\nexit 3")
-        let source = CommandCredentialSource(
-            name: "cmd",
-            argv: [command],
-            cacheSeconds: nil,
-            refreshSkewSeconds: 0,
-            timeout: 10
-        )
+        let source = commandSource(command)
         guard case .failure(let error) = fetch(source) else {
             Issue.record("a failing command produced a token")
             return
@@ -133,13 +119,7 @@ struct CredentialSourceTests {
         // The script's own child holds stdout too: it must be ended with the script.
         let pidFile = scripts.path("child.pid")
         let command = try scripts.script("token", "sleep 30 &\necho $! > \(pidFile)\nwait\necho late")
-        let source = CommandCredentialSource(
-            name: "cmd",
-            argv: [command],
-            cacheSeconds: nil,
-            refreshSkewSeconds: 0,
-            timeout: 0.5
-        )
+        let source = commandSource(command, timeout: 0.5)
         guard case .failure(let error) = fetch(source) else {
             Issue.record("a hanging command produced a token")
             return
@@ -161,13 +141,7 @@ struct CredentialSourceTests {
         let pidFile = scripts.path("detached.pid")
         // A program in a session of its own keeps stdout open; it is out of the group's reach.
         let command = try scripts.script("token", "setsid sh -c 'echo $$ > \(pidFile); exec sleep 300' &\nwait")
-        let source = CommandCredentialSource(
-            name: "cmd",
-            argv: [command],
-            cacheSeconds: nil,
-            refreshSkewSeconds: 0,
-            timeout: 0.5
-        )
+        let source = commandSource(command, timeout: 0.5)
         let outcome = Mutex<Result<AccessToken, ProxyError>?>(nil)
         Thread.detachNewThread {
             let result = fetch(source)

@@ -84,6 +84,17 @@ import Testing
         _ = try result.get()
     }
 
+    /// A logout of `configuration` from `store`, over the tests' shared engine.
+    private func logout(_ configuration: ProviderConfiguration, store: any TokenStore) throws -> Logout.Report {
+        try Logout(
+            provider: configuration,
+            fetcher: UpstreamFetcher(engine: ForwardingFixture.engine),
+            store: store,
+            limits: Limits()
+        )
+        .run().get()
+    }
+
     private func logout(_ fixture: LoginFixture) throws -> Logout.Report {
         try Logout(
             provider: fixture.configuration,
@@ -141,12 +152,7 @@ import Testing
             configFingerprint: configuration.tokenFingerprint()
         )
         try store.update { $0.grants["app"] = grant }
-        let report = try Logout(
-            provider: configuration,
-            fetcher: UpstreamFetcher(engine: ForwardingFixture.engine),
-            store: store,
-            limits: Limits()
-        ).run().get()
+        let report = try self.logout(configuration, store: store)
         #expect(report.discoveryFailure != nil)
         #expect(try store.read().grants["app"] == grant)
     }
@@ -178,12 +184,7 @@ import Testing
                 configFingerprint: configuration.tokenFingerprint()
             )
         }
-        let report = try Logout(
-            provider: configuration,
-            fetcher: UpstreamFetcher(engine: ForwardingFixture.engine),
-            store: store,
-            limits: Limits()
-        ).run().get()
+        let report = try self.logout(configuration, store: store)
         #expect(report.noRevocationEndpoint)
         #expect(provider.revocations.isEmpty)
         #expect(try store.read().grants["app"] == nil)

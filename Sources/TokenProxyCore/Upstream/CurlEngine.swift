@@ -32,10 +32,7 @@ public enum CurlEngineKind: String, Sendable, CaseIterable {
 
     /// A new engine of this kind.
     public func make() -> any CurlEngine {
-        switch self {
-        case .poll: return CurlPollEngine()
-        case .dispatch: return CurlDispatchEngine()
-        }
+        self.make(name: "tokenproxy.curl")
     }
 
     /// How many engines `serve` runs unless told otherwise: one per processor, as nginx's
@@ -47,11 +44,13 @@ public enum CurlEngineKind: String, Sendable, CaseIterable {
 
     /// `count` new engines of this kind (at least one).
     public func make(count: Int) -> [any CurlEngine] {
-        (0..<max(1, count)).map { index in
-            switch self {
-            case .poll: return CurlPollEngine(name: "tokenproxy.curl.\(index)")
-            case .dispatch: return CurlDispatchEngine()
-            }
+        (0..<max(1, count)).map { self.make(name: "tokenproxy.curl.\($0)") }
+    }
+
+    private func make(name: String) -> any CurlEngine {
+        switch self {
+        case .poll: return CurlPollEngine(name: name)
+        case .dispatch: return CurlDispatchEngine()
         }
     }
 }

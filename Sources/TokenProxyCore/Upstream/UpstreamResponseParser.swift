@@ -115,7 +115,7 @@ struct UpstreamResponseParser: Sendable {
                 contentLength = Int64(value)
                 continue
             }
-            guard !Self.isHopByHop(name), !connectionNamed.contains(where: { name.equalsIgnoringASCIICase($0) }),
+            guard !Self.hopByHop.contains(name), !connectionNamed.contains(where: { name.equalsIgnoringASCIICase($0) }),
                 HTTPGrammar.isValidFieldValue(value.utf8)
             else { continue }
             if let relay, name.equalsIgnoringASCIICase("location") {
@@ -131,11 +131,6 @@ struct UpstreamResponseParser: Sendable {
             head.contentLength = contentLength
         }
         return head
-    }
-
-    /// Whether `name` is in ``hopByHop``.
-    static func isHopByHop(_ name: String) -> Bool {
-        Self.hopByHop.contains(name)
     }
 
     /// A `Location` pointing into the route's upstream (same origin, under its base path)

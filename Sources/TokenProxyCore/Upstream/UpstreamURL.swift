@@ -60,6 +60,10 @@ public struct UpstreamURL: Sendable, Equatable {
         while path.hasSuffix("/") {
             path.removeLast()
         }
+        // What follows the origin in a request URL must start with `/` (see `build`).
+        guard path.isEmpty || path.hasPrefix("/") else {
+            throw Failure(description: "the upstream URL's path does not start with /")
+        }
         let effectivePort = Self.part(handle, CURLUPART_PORT, flags: UInt32(CURLU_DEFAULT_PORT))
         let base = Base(
             scheme: scheme.lowercased(),
@@ -104,11 +108,6 @@ public struct UpstreamURL: Sendable, Equatable {
         url += path
         if base.path.isEmpty && path.isEmpty {
             url += "/"
-        }
-        guard url.utf8.count > base.origin.utf8.count,
-            url.utf8[url.utf8.index(url.utf8.startIndex, offsetBy: base.origin.utf8.count)] == UInt8(ascii: "/")
-        else {
-            throw Failure(description: "the request path would change the upstream")
         }
         switch (base.query, query) {
         case (let baseQuery?, let clientQuery?):
