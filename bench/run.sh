@@ -17,6 +17,10 @@ TOKENPROXY_PORT=${TOKENPROXY_PORT:-18081}
 TOKENPROXY_DISPATCH_PORT=${TOKENPROXY_DISPATCH_PORT:-18082}
 
 need=()
+# The build needs libcurl's headers (as in .ci/run); the measurements need wrk, nginx, openssl.
+for package in libcurl4-openssl-dev pkg-config; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || need+=("$package")
+done
 command -v wrk >/dev/null || need+=(wrk)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v openssl >/dev/null || need+=(openssl)

@@ -28,7 +28,9 @@ public struct ConnectionSettings: Sendable {
 }
 
 /// One client connection: reads and parses requests, hands each to the handler as an
-/// ``HTTPExchange``, and writes responses, all on one serial queue.
+/// ``HTTPExchange``, and writes responses, all in one ``SerialContext``: its Dispatch
+/// sources run on the context's queue holding its gate, and other threads reach the
+/// connection only through the context.
 ///
 /// Read back-pressure: the socket is read only while the input buffer is below its mark,
 /// the output buffer below its mark, and the body consumer (if any) not paused. A descriptor
@@ -40,7 +42,7 @@ final class HTTPConnection {
     private static let outputLowMark = 64 * 1024
     private static let lingerSeconds = 2.0
 
-    let queue: DispatchQueue
+    let context: SerialContext
     private let descriptor: Int32
     private let remoteAddress: String
     private let settings: ConnectionSettings
@@ -77,35 +79,38 @@ final class HTTPConnection {
     init(
         descriptor: Int32,
         remoteAddress: String,
-        queue: DispatchQueue,
+        context: SerialContext,
         settings: ConnectionSettings,
         handler: any HTTPExchangeHandler,
         onClosed: @escaping (HTTPConnection) -> Void
     ) {
         self.descriptor = descriptor
         self.remoteAddress = remoteAddress
-        self.queue = queue
+        self.context = context
         self.settings = settings
         self.handler = handler
         self.onClosed = onClosed
         self.parser = HTTPRequestParser(limits: settings.parserLimits)
-        self.readSource = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
-        self.writeSource = DispatchSource.makeWriteSource(fileDescriptor: descriptor, queue: queue)
-        self.timer = DispatchSource.makeTimerSource(queue: queue)
+        self.readSource = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: context.queue)
+        self.writeSource = DispatchSource.makeWriteSource(fileDescriptor: descriptor, queue: context.queue)
+        self.timer = DispatchSource.makeTimerSource(queue: context.queue)
     }
 
-    /// Starts reading; must run on ``queue``. The sources hold the connection strongly until
-    /// they are cancelled, which is what keeps it alive.
+    /// Starts reading; must run in ``context``. The sources hold the connection strongly
+    /// until they are cancelled, which is what keeps it alive.
     func start() {
-        dispatchPrecondition(condition: .onQueue(self.queue))
-        self.readSource.setEventHandler { [self] in self.readable() }
-        self.writeSource.setEventHandler { [self] in self.writable() }
-        self.timer.setEventHandler { [self] in self.timerFired() }
+        precondition(self.context.isCurrent)
+        let context = self.context
+        self.readSource.setEventHandler { [self] in context.run { self.readable() } }
+        self.writeSource.setEventHandler { [self] in context.run { self.writable() } }
+        self.timer.setEventHandler { [self] in context.run { self.timerFired() } }
         let cancelled = { [self] in
-            self.pendingCancelHandlers -= 1
-            if self.pendingCancelHandlers == 0 {
-                Glibc.close(self.descriptor)
-                self.onClosed(self)
+            context.run {
+                self.pendingCancelHandlers -= 1
+                if self.pendingCancelHandlers == 0 {
+                    Glibc.close(self.descriptor)
+                    self.onClosed(self)
+                }
             }
         }
         self.readSource.setCancelHandler(handler: cancelled)
@@ -118,7 +123,7 @@ final class HTTPConnection {
 
     /// Begins a graceful shutdown: idle connections close, busy ones after their exchange.
     func drain() {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        precondition(self.context.isCurrent)
         self.perform(self.lifecycle.drain())
     }
 
@@ -257,7 +262,7 @@ final class HTTPConnection {
         self.requestBodyDone = false
         self.continueSent = false
         self.encoder = ResponseEncoder()
-        let exchange = HTTPExchange(head: head, remoteAddress: self.remoteAddress, queue: self.queue, connection: self)
+        let exchange = HTTPExchange(head: head, remoteAddress: self.remoteAddress, context: self.context, connection: self)
         self.current = exchange
         self.perform(self.lifecycle.headReceived(keepAlive: head.keepAlive, hasBody: hasBody))
         if !hasBody {

@@ -10,9 +10,9 @@ public enum RequestBodyEvent: Sendable, Equatable {
 
 /// One request and its response on a client connection.
 ///
-/// An exchange is confined to its connection's serial ``queue``: every method must be
-/// called there, and every callback runs there. Work on another thread hops back with
-/// `queue.async` (see ``QueueBound``). The body is pulled: nothing is read from the client
+/// An exchange is confined to its connection's ``context``: every method must be called
+/// holding it, and every callback runs holding it. Work on another thread hops back with
+/// ``QueueBound`` (or runs in place through it when the connection is idle). The body is pulled: nothing is read from the client
 /// until ``readBody(_:)`` is called (which is also when `100 Continue` is sent), and
 /// ``pauseBody()`` stops reading from the socket, so a slow consumer slows the client.
 /// Writing is pushed with back-pressure: when ``isWritable`` turns false, wait for
@@ -22,8 +22,8 @@ public final class HTTPExchange {
     public let head: HTTPRequestHead
     /// The client's numeric address, or `unix`.
     public let remoteAddress: String
-    /// The serial queue the exchange is confined to.
-    public let queue: DispatchQueue
+    /// The connection's context, which the exchange is confined to.
+    public let context: SerialContext
     /// When the head was complete, for durations in the access log.
     public let startTime: ContinuousClock.Instant
 
@@ -47,10 +47,10 @@ public final class HTTPExchange {
     /// Body bytes handed to ``sendBody(_:)``.
     public private(set) var responseBodyBytes = 0
 
-    init(head: HTTPRequestHead, remoteAddress: String, queue: DispatchQueue, connection: HTTPConnection) {
+    init(head: HTTPRequestHead, remoteAddress: String, context: SerialContext, connection: HTTPConnection) {
         self.head = head
         self.remoteAddress = remoteAddress
-        self.queue = queue
+        self.context = context
         self.connection = connection
         self.startTime = .now
     }
@@ -58,7 +58,7 @@ public final class HTTPExchange {
     /// Starts delivering the request body to `handler`: bytes as they arrive, then `.end`.
     /// A request without a body gets `.end` at once.
     public func readBody(_ handler: @escaping (RequestBodyEvent) -> Void) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.assertInContext()
         guard self.bodyHandler == nil, !self.isComplete else { return }
         self.bodyHandler = handler
         self.connection?.exchangeWantsBody(self)
@@ -66,13 +66,13 @@ public final class HTTPExchange {
 
     /// Stops reading the body from the client until ``resumeBody()``.
     public func pauseBody() {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.assertInContext()
         self.bodyPaused = true
     }
 
     /// Resumes reading the body.
     public func resumeBody() {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.assertInContext()
         guard self.bodyPaused else { return }
         self.bodyPaused = false
         self.connection?.exchangeWantsBody(self)
@@ -80,13 +80,13 @@ public final class HTTPExchange {
 
     /// Whether more body bytes can be sent without growing the output buffer past its mark.
     public var isWritable: Bool {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.assertInContext()
         return self.connection?.isWritable ?? false
     }
 
     /// Sends the response head. The connection adds the framing fields.
     public func sendHead(_ head: HTTPResponseHead) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.assertInContext()
         guard !self.responseStarted, !self.isComplete else { return }
         self.responseStarted = true
         self.responseStatus = head.status
@@ -95,7 +95,7 @@ public final class HTTPExchange {
 
     /// Sends part of the response body.
     public func sendBody(_ bytes: some Collection<UInt8>) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.assertInContext()
         guard self.responseStarted, !self.isComplete else { return }
         self.responseBodyBytes += bytes.count
         self.connection?.exchangeSendBody(self, bytes)
@@ -103,7 +103,7 @@ public final class HTTPExchange {
 
     /// Ends the response.
     public func finish() {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.assertInContext()
         guard self.responseStarted, !self.isComplete else { return }
         self.isComplete = true
         self.connection?.exchangeFinish(self)
@@ -113,7 +113,7 @@ public final class HTTPExchange {
     /// Runs `body` with the writes it makes coalesced into one flush at its end: for
     /// producers that have a head, body parts and the end at hand together.
     public func batch(_ body: (HTTPExchange) -> Void) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.assertInContext()
         guard let connection = self.connection else {
             body(self)
             return
@@ -123,7 +123,7 @@ public final class HTTPExchange {
 
     /// Sends a complete in-memory response and finishes.
     public func respond(_ response: HTTPResponse) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.assertInContext()
         guard !self.responseStarted, !self.isComplete else { return }
         self.responseStarted = true
         self.responseStatus = response.head.status
@@ -142,7 +142,7 @@ public final class HTTPExchange {
     /// Ends the exchange without completing the response: the client connection is closed,
     /// so the client can tell the body is incomplete (never a fake complete body).
     public func abort() {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.assertInContext()
         guard !self.isComplete else { return }
         self.isComplete = true
         self.connection?.exchangeAbort(self)
@@ -171,6 +171,10 @@ public final class HTTPExchange {
         callback?(finished)
     }
 
+    private func assertInContext() {
+        precondition(self.context.isCurrent, "an exchange was used outside its connection's context")
+    }
+
     func deliverBody(_ event: RequestBodyEvent) {
         self.bodyHandler?(event)
     }
@@ -181,7 +185,7 @@ extension HTTPExchange: Sendable {}
 
 /// Serves exchanges: the seam between the HTTP server and what the proxy does with a request.
 public protocol HTTPExchangeHandler: Sendable {
-    /// Called on the exchange's queue once a request head is complete. The handler must
+    /// Called in the exchange's context once a request head is complete. The handler must
     /// eventually respond (``HTTPExchange/respond(_:)``, or head, body and finish) or abort.
     func handle(_ exchange: HTTPExchange)
 

@@ -64,8 +64,7 @@ public final class HTTPServer: Sendable {
 
     private func accepted(_ descriptor: Int32, peer: String) {
         self.acceptCount.add(1, ordering: .relaxed)
-        let queue = DispatchQueue(label: "tokenproxy.connection", target: self.workQueue)
-        queue.markIdentity()
+        let context = SerialContext(queue: DispatchQueue(label: "tokenproxy.connection", target: self.workQueue))
         let admitted = self.registry.withLock { registry -> Bool in
             !registry.draining && registry.connections.count < self.maxConnections
         }
@@ -80,17 +79,15 @@ public final class HTTPServer: Sendable {
         let connection = HTTPConnection(
             descriptor: descriptor,
             remoteAddress: peer,
-            queue: queue,
+            context: context,
             settings: self.settings,
             handler: self.handler
         ) { [self] connection in
             self.closed(connection)
         }
-        let bound = QueueBound(connection, queue: queue)
+        let bound = QueueBound(connection, context: context)
         self.registry.withLock { $0.connections[ObjectIdentifier(connection)] = bound }
-        queue.async {
-            bound.value.start()
-        }
+        bound.execute { $0.start() }
     }
 
     /// Answers a connection over the limit with 503 and closes it. The answer is small enough

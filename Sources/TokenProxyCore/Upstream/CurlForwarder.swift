@@ -105,12 +105,12 @@ public final class CurlForwarder: RouteForwarder {
             return
         }
         let route = attempt.match.route
-        let bound = QueueBound(exchange, queue: exchange.queue)
-        let boundAttempt = QueueBound(attempt, queue: exchange.queue)
+        let bound = QueueBound(exchange, context: exchange.context)
+        let boundAttempt = QueueBound(attempt, context: exchange.context)
         let logger = attempt.logger
         entry.source.token { [self] result in
-            // A token at hand (static, or cached) arrives on the exchange's queue: the transfer
-            // then starts without another trip through the queue.
+            // A token at hand (static, or cached) arrives in the exchange's context: the transfer
+            // then starts without another trip through its queue.
             bound.executeNowOrLater { exchange in
                 guard !exchange.isComplete else { return }
                 let attempt = boundAttempt.value
@@ -169,14 +169,14 @@ public final class CurlForwarder: RouteForwarder {
             connectTimeout: limits.upstreamConnectTimeoutSeconds,
             firstByteTimeout: route.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds
         )
-        let bound = QueueBound(exchange, queue: exchange.queue)
+        let bound = QueueBound(exchange, context: exchange.context)
         // Weak: the attempt holds the transfer, which holds this sink.
-        let weakAttempt = QueueBound(WeakReference(attempt), queue: exchange.queue)
+        let weakAttempt = QueueBound(WeakReference(attempt), context: exchange.context)
         let sink = ExchangeSink(
             exchange: bound,
             interceptUnauthorized: { weakAttempt.value.object?.replayOnUnauthorized() ?? false },
             onSwallowedResponseEnd: { [self] in
-                // Runs on the exchange's queue once the refused answer was drained.
+                // Runs in the exchange's context once the refused answer was drained.
                 bound.execute { exchange in
                     guard let attempt = weakAttempt.value.object, !exchange.isComplete else { return }
                     if let token = attempt.token {
@@ -209,11 +209,11 @@ public final class CurlForwarder: RouteForwarder {
         engine.add(transfer)
     }
 
-    /// The engine serving `exchange`'s connection: chosen by the connection's queue, so the
+    /// The engine serving `exchange`'s connection: chosen by the connection's context, so the
     /// same for all of its requests.
     private func engine(for exchange: HTTPExchange) -> any CurlEngine {
         guard self.engines.count > 1 else { return self.engines[0] }
-        let slot = UInt(bitPattern: ObjectIdentifier(exchange.queue).hashValue) % UInt(self.engines.count)
+        let slot = UInt(bitPattern: ObjectIdentifier(exchange.context).hashValue) % UInt(self.engines.count)
         return self.engines[Int(slot)]
     }
 
@@ -229,7 +229,7 @@ public final class CurlForwarder: RouteForwarder {
 
 /// One client request across its upstream attempts (the first, and at most one replay after
 /// a 401): the token used, the body kept for a replay, and the transfer being fed.
-/// Confined to the exchange's queue.
+/// Confined to the exchange's context.
 final class ForwardingAttempt {
     let match: Router.Match
     let base: UpstreamURL.Base

@@ -1,17 +1,18 @@
-/// Relays a transfer's response to a client exchange: each delivery is one hop to the
-/// connection's queue and one flush, and a client that cannot keep up pauses the transfer.
+/// Relays a transfer's response to a client exchange: each delivery runs in the connection's
+/// context (in place when it is idle, else one hop to its queue) with one flush, and a
+/// client that cannot keep up pauses the transfer.
 struct ExchangeSink: CurlResponseSink {
-    /// The client exchange, confined to its connection's queue.
+    /// The client exchange, confined to its connection's context.
     let exchange: QueueBound<HTTPExchange>
-    /// Asked on the exchange's queue when the response head is a 401: true means the answer
+    /// Asked in the exchange's context when the response head is a 401: true means the answer
     /// is dropped (not relayed) so the request can be replayed.
     let interceptUnauthorized: @Sendable () -> Bool
     /// Called once a dropped answer has ended.
     let onSwallowedResponseEnd: @Sendable () -> Void
-    /// Called on the exchange's queue when the transfer ended.
+    /// Called in the exchange's context when the transfer ended.
     let onComplete: @Sendable (CurlTransferOutcome) -> Void
-    /// Whether this transfer's answer is being dropped; set and read on the exchange's queue.
-    private let swallowing = SwallowFlag()
+    /// What the copies of this sink share.
+    private let state = SinkState()
 
     init(
         exchange: QueueBound<HTTPExchange>,
@@ -27,12 +28,15 @@ struct ExchangeSink: CurlResponseSink {
 
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
         let onComplete = self.onComplete
-        let swallowing = self.swallowing
+        let state = self.state
         let intercept = self.interceptUnauthorized
         let swallowedEnd = self.onSwallowedResponseEnd
-        self.exchange.execute { exchange in
-            if swallowing.value || (delivery.head?.status == 401 && intercept()) {
-                swallowing.value = true
+        // Called by the engine between turns, holding nothing the body could reenter: an idle
+        // connection gets the answer written from here, without waking one of its threads.
+        // Deliveries keep their order: once one waits on the queue, the next ones queue too.
+        self.exchange.executeHereIfIdle(for: state.producer) { exchange in
+            if state.swallowing || (delivery.head?.status == 401 && intercept()) {
+                state.swallowing = true
                 transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
                 if delivery.end != nil {
                     swallowedEnd()
@@ -77,8 +81,11 @@ struct ExchangeSink: CurlResponseSink {
     }
 }
 
-/// A flag owned by one exchange's queue (only read and written there), shared by the copies
-/// of a sink; `@unchecked Sendable` because the queue, not a lock, serializes access.
-final class SwallowFlag: @unchecked Sendable {
-    var value = false
+/// The state the copies of a sink share. `@unchecked Sendable`: `swallowing` is only read
+/// and written in the exchange's context, whose gate serializes access.
+final class SinkState: @unchecked Sendable {
+    /// Whether this transfer's answer is being dropped.
+    var swallowing = false
+    /// The deliveries, in order.
+    let producer = OrderedProducer()
 }

@@ -102,7 +102,7 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
                     exchange.sendHead(HTTPResponseHead(status: 200, contentLength: 100))
                     exchange.abort()
                 } else if answer.delay > 0 {
-                    let bound = QueueBound(exchange, queue: exchange.queue)
+                    let bound = QueueBound(exchange, context: exchange.context)
                     DispatchQueue.global().asyncAfter(deadline: .now() + answer.delay) {
                         bound.execute { $0.respond(response) }
                     }

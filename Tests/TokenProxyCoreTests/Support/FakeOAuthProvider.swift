@@ -85,7 +85,7 @@ final class FakeOAuthProvider: HTTPExchangeHandler, @unchecked Sendable {
                 headers.add(name: "Cache-Control", value: "no-store")
                 let response = HTTPResponse(status: status, headers: headers, body: Array(json.utf8))
                 if delay > 0 {
-                    let bound = QueueBound(exchange, queue: exchange.queue)
+                    let bound = QueueBound(exchange, context: exchange.context)
                     DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
                         bound.execute { $0.respond(response) }
                     }

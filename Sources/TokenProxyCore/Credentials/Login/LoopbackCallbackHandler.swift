@@ -21,7 +21,7 @@ final class LoopbackCallbackHandler: HTTPExchangeHandler {
     }
 
     func handle(_ exchange: HTTPExchange) {
-        let bound = QueueBound(exchange, queue: exchange.queue)
+        let bound = QueueBound(exchange, context: exchange.context)
         let parameters = exchange.head.query.map { FormEncoding.decode($0) } ?? []
         guard exchange.head.method == "GET" else {
             exchange.respond(Self.page(405, "Not allowed", "Only the browser's redirect is expected here."))
