@@ -17,7 +17,8 @@ final class ForwardingFixture {
         engine: (any CurlEngine)? = nil,
         engines: [any CurlEngine]? = nil,
         store: (any TokenStore)? = nil,
-        logger: Logger = TestLogging.logger
+        logger: Logger = TestLogging.logger,
+        wrap: (CurlForwarder) -> any RouteForwarder = { $0 }
     ) throws {
         self.upstream = try FakeUpstream()
         let json = """
@@ -32,11 +33,13 @@ final class ForwardingFixture {
         let configuration = TestProxy.configuration(json)
         self.proxy = try TestProxy(
             configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engines: engines ?? [engine ?? ForwardingFixture.engine],
-                store: store,
-                logger: logger
+            forwarder: wrap(
+                CurlForwarder(
+                    configuration: configuration,
+                    engines: engines ?? [engine ?? ForwardingFixture.engine],
+                    store: store,
+                    logger: logger
+                )
             ),
             logger: logger
         )

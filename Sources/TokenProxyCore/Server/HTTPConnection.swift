@@ -262,7 +262,12 @@ final class HTTPConnection {
         self.requestBodyDone = false
         self.continueSent = false
         self.encoder = ResponseEncoder()
-        let exchange = HTTPExchange(head: head, remoteAddress: self.remoteAddress, context: self.context, connection: self)
+        let exchange = HTTPExchange(
+            head: head,
+            remoteAddress: self.remoteAddress,
+            context: self.context,
+            connection: self
+        )
         self.current = exchange
         self.perform(self.lifecycle.headReceived(keepAlive: head.keepAlive, hasBody: hasBody))
         if !hasBody {

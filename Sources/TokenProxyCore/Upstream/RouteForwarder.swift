@@ -3,7 +3,7 @@ import Logging
 /// Sends a routed request to its upstream and streams the answer back: the seam between
 /// routing and the upstream engine (libcurl in production, fakes in tests).
 public protocol RouteForwarder: Sendable {
-    /// Forwards `exchange` along `match`. Called on the exchange's queue; must respond or abort.
+    /// Forwards `exchange` along `match`. Called in the exchange's context; must respond or abort.
     func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger)
 
     /// Applies a reloaded configuration (providers may have changed).

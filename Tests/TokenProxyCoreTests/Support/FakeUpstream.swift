@@ -123,10 +123,15 @@ final class FakeUpstream: HTTPExchangeHandler, @unchecked Sendable {
         }
     }
 
+    /// The byte at `offset` of every download: a pattern that shows bytes out of order.
+    static func downloadByte(at offset: Int) -> UInt8 {
+        UInt8(truncatingIfNeeded: (offset % 65536) % 251)
+    }
+
     /// Streams `total` bytes honouring back-pressure; with `stopAfter`, aborts after that many.
     private func stream(_ exchange: HTTPExchange, total: Int, declaredLength: Int64?, stopAfter: Int?) {
         exchange.sendHead(HTTPResponseHead(status: 200, contentLength: declaredLength))
-        let chunk = [UInt8](repeating: UInt8(ascii: "d"), count: 65536)
+        let chunk = (0..<65536).map { Self.downloadByte(at: $0) }
         var sent = 0
         func pump() {
             while exchange.isWritable {

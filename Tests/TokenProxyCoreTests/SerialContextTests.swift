@@ -1,0 +1,177 @@
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+@testable import TokenProxyCore
+
+/// Holds a context's gate on a thread of its own (never a Dispatch worker) until released.
+private final class GateHolder: @unchecked Sendable {
+    private let taken = DispatchSemaphore(value: 0)
+    private let released = DispatchSemaphore(value: 0)
+
+    init(_ context: SerialContext) {
+        let thread = Thread { [taken, released] in
+            context.run {
+                taken.signal()
+                released.wait()
+            }
+        }
+        thread.start()
+        self.taken.wait()
+    }
+
+    func release() {
+        self.released.signal()
+    }
+}
+
+/// Values appended from several threads, in the order the appends ran.
+private final class OrderLog: Sendable {
+    private let entries = Mutex<[Int]>([])
+
+    func append(_ value: Int) {
+        self.entries.withLock { $0.append(value) }
+    }
+
+    var values: [Int] {
+        self.entries.withLock { $0 }
+    }
+}
+
+struct SerialContextTests {
+    @Test func theGateIsExclusiveAndKnowsItsHolder() {
+        let context = SerialContext(queue: DispatchQueue(label: "test.context"))
+        #expect(!context.isCurrent)
+        var inside = false
+        var nestedRan = false
+        var nestedInPlace = true
+        context.run {
+            inside = context.isCurrent
+            // Already held here: run nests, an in-place attempt is refused rather than deadlocking.
+            context.run { nestedRan = true }
+            nestedInPlace = context.runIfIdle {}
+        }
+        #expect(inside)
+        #expect(nestedRan)
+        #expect(!nestedInPlace)
+        #expect(!context.isCurrent)
+
+        let holder = GateHolder(context)
+        var ranWhileHeld = false
+        #expect(!context.runIfIdle { ranWhileHeld = true })
+        #expect(!ranWhileHeld)
+        holder.release()
+        #expect(eventually { context.runIfIdle {} })
+    }
+
+    @Test func handOffsRunInPlaceOnlyBehindEverythingTheyQueued() {
+        let queue = DispatchQueue(label: "test.context.order")
+        let context = SerialContext(queue: queue)
+        let bound = QueueBound(OrderLog(), context: context)
+        let producer = OrderedProducer()
+
+        // Idle: the call runs at once, on this thread.
+        bound.executeHereIfIdle(for: producer) { $0.append(0) }
+        #expect(Self.values(bound) == [0])
+
+        // Busy: calls 1 and 2 go to the queue, which is kept from running them.
+        let queueBlocked = DispatchSemaphore(value: 0)
+        let unblockQueue = DispatchSemaphore(value: 0)
+        queue.async {
+            queueBlocked.signal()
+            unblockQueue.wait()
+        }
+        queueBlocked.wait()
+        let holder = GateHolder(context)
+        bound.executeHereIfIdle(for: producer) { $0.append(1) }
+        bound.executeHereIfIdle(for: producer) { $0.append(2) }
+        holder.release()
+
+        // The gate is free now, but 1 and 2 have not run: 3 must wait behind them.
+        #expect(eventually { context.runIfIdle {} })
+        bound.executeHereIfIdle(for: producer) { $0.append(3) }
+        #expect(Self.values(bound) == [0])
+
+        unblockQueue.signal()
+        queue.sync {}
+        #expect(Self.values(bound) == [0, 1, 2, 3])
+
+        // Everything queued has run: in place again.
+        bound.executeHereIfIdle(for: producer) { $0.append(4) }
+        #expect(Self.values(bound) == [0, 1, 2, 3, 4])
+    }
+
+    /// The log's entries, read holding its context; nil when the context is taken.
+    private static func values(_ bound: QueueBound<OrderLog>) -> [Int]? {
+        var values: [Int]?
+        _ = bound.context.runIfIdle { values = bound.value.values }
+        return values
+    }
+}
+
+/// Passes requests to the libcurl forwarder and keeps each request's connection context.
+private final class ContextRecordingForwarder: RouteForwarder, @unchecked Sendable {
+    private let inner: CurlForwarder
+    private let contexts = Mutex<[String: SerialContext]>([:])
+
+    init(_ inner: CurlForwarder) {
+        self.inner = inner
+    }
+
+    func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
+        self.inner.forward(exchange, along: match, logger: logger)
+        self.contexts.withLock { $0[exchange.head.path] = exchange.context }
+    }
+
+    func context(for path: String) -> SerialContext? {
+        self.contexts.withLock { $0[path] }
+    }
+}
+
+struct BusyConnectionTests {
+    /// An engine delivers in place only to an idle connection: one whose context is held
+    /// elsewhere gets its answer through its queue later, complete and in order, while the
+    /// engine goes on serving other connections.
+    @Test func aBusyConnectionDoesNotHoldUpItsEngine() throws {
+        let engine = CurlPollEngine(name: "tokenproxy.test.busy")
+        var recording: ContextRecordingForwarder?
+        let fixture = try ForwardingFixture(engine: engine) { forwarder in
+            let recorder = ContextRecordingForwarder(forwarder)
+            recording = recorder
+            return recorder
+        }
+        let recorder = try #require(recording)
+        let total = 4_000_000
+        let path = "/api/download/\(total)"
+
+        let busy = try fixture.client()
+        try busy.send("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let context = try #require(eventually { recorder.context(for: path) })
+        let holder = GateHolder(context)
+
+        let other = try fixture.client()
+        for index in 0..<5 {
+            try other.send("GET /api/items/\(index) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            let response = try other.readResponse()
+            #expect(response.status == 200)
+            #expect(response.header("X-Seen-Target") == "/base/items/\(index)")
+        }
+
+        holder.release()
+        let head = try busy.readHead()
+        #expect(head.status == 200)
+        var offset = 0
+        var misplaced = 0
+        let complete = try busy.streamBody(of: head) { bytes in
+            for byte in bytes {
+                if byte != FakeUpstream.downloadByte(at: offset) { misplaced += 1 }
+                offset += 1
+            }
+        }
+        #expect(complete)
+        #expect(offset == total)
+        #expect(misplaced == 0)
+    }
+}
