@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs tokenproxy and nginx side by side in one run against the same HTTPS upstream (nginx)
 # and prints a table: requests/s and latency at 1 and 64 connections, an 8 MiB download,
-# and tokenproxy's memory, with the tokenproxy/nginx ratios. tokenproxy runs twice, once per
-# upstream engine design (`poll`, the default, and `dispatch`), so both are measured.
+# and tokenproxy's memory, with the tokenproxy/nginx ratios. tokenproxy runs three times, once
+# per upstream engine design (`poll`, the default, `epoll` and `dispatch`), so all are measured.
 #
 #   bench/run.sh                 # 10 s per measurement
 #   DURATION=30 bench/run.sh     # longer runs
@@ -15,6 +15,7 @@ UPSTREAM_PORT=${UPSTREAM_PORT:-18443}
 NGINX_PROXY_PORT=${NGINX_PROXY_PORT:-18080}
 TOKENPROXY_PORT=${TOKENPROXY_PORT:-18081}
 TOKENPROXY_DISPATCH_PORT=${TOKENPROXY_DISPATCH_PORT:-18082}
+TOKENPROXY_EPOLL_PORT=${TOKENPROXY_EPOLL_PORT:-18083}
 
 need=()
 # The build needs libcurl's headers (as in .ci/run); the measurements need wrk, nginx, openssl.
@@ -130,13 +131,16 @@ CONF
 "$NGINX" -p "$work/proxy" -c "$work/proxy/nginx.conf" -g 'daemon off;' & pids+=($!)
 sed "s/TOKENPROXY_LISTEN_PORT/$TOKENPROXY_PORT/" "$work/proxy.json" > "$work/proxy-poll.json"
 sed "s/TOKENPROXY_LISTEN_PORT/$TOKENPROXY_DISPATCH_PORT/" "$work/proxy.json" > "$work/proxy-dispatch.json"
+sed "s/TOKENPROXY_LISTEN_PORT/$TOKENPROXY_EPOLL_PORT/" "$work/proxy.json" > "$work/proxy-epoll.json"
 BENCH_TOKEN=bench-token TOKENPROXY_CURL_ENGINE=poll "$TOKENPROXY" serve --config "$work/proxy-poll.json" \
     --log-level warning & pids+=($!)
 tokenproxy_pid=$!
 BENCH_TOKEN=bench-token TOKENPROXY_CURL_ENGINE=dispatch "$TOKENPROXY" serve --config "$work/proxy-dispatch.json" \
     --log-level warning & pids+=($!)
+BENCH_TOKEN=bench-token TOKENPROXY_CURL_ENGINE=epoll "$TOKENPROXY" serve --config "$work/proxy-epoll.json" \
+    --log-level warning & pids+=($!)
 
-for port in "$UPSTREAM_PORT" "$NGINX_PROXY_PORT" "$TOKENPROXY_PORT" "$TOKENPROXY_DISPATCH_PORT"; do
+for port in "$UPSTREAM_PORT" "$NGINX_PROXY_PORT" "$TOKENPROXY_PORT" "$TOKENPROXY_DISPATCH_PORT" "$TOKENPROXY_EPOLL_PORT"; do
     for _ in $(seq 100); do
         (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
         sleep 0.1
@@ -161,11 +165,12 @@ measure() { # name url connections threads
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$3" "$rps" "$p50" "$p99" "$transfer" >> "$results"
 }
 
-for target in direct nginx tokenproxy tp-dispatch; do
+for target in direct nginx tokenproxy tp-epoll tp-dispatch; do
     case $target in
         direct) base="https://127.0.0.1:$UPSTREAM_PORT" ;;
         nginx) base="http://127.0.0.1:$NGINX_PROXY_PORT" ;;
         tokenproxy) base="http://127.0.0.1:$TOKENPROXY_PORT" ;;
+        tp-epoll) base="http://127.0.0.1:$TOKENPROXY_EPOLL_PORT" ;;
         tp-dispatch) base="http://127.0.0.1:$TOKENPROXY_DISPATCH_PORT" ;;
     esac
     measure "$target 1k" "$base/1k" 1 1
@@ -199,9 +204,9 @@ for line in open(sys.argv[1]):
 print(f"duration per measurement: {sys.argv[4]} s; tokenproxy RSS idle {int(sys.argv[2]) / 1024:.1f} MiB, "
       f"after load {int(sys.argv[3]) / 1024:.1f} MiB")
 print()
-print("tokenproxy = the default engine (poll); tp-dispatch = the DispatchSource engine")
+print("tokenproxy = the default engine (poll); tp-epoll = the epoll engine; tp-dispatch = the DispatchSource engine")
 print(f"{'target':<12}{'test':<14}{'req/s':>12}{'p50':>12}{'p99':>12}{'MB/s':>10}")
-for target in ("direct", "nginx", "tokenproxy", "tp-dispatch"):
+for target in ("direct", "nginx", "tokenproxy", "tp-epoll", "tp-dispatch"):
     for test, key in (("1k c=1", (f"{target} 1k", 1)), ("1k c=64", (f"{target} 1k", 64)), ("8MiB c=1", (f"{target} 8m", 1))):
         rps, p50, p99, mbs = rows[key]
         print(f"{target:<12}{test:<14}{rps:>12.0f}{p50 * 1e3:>10.3f}ms{p99 * 1e3:>10.3f}ms{mbs:>10.1f}")
@@ -213,6 +218,7 @@ print(f"added p50 at c=1: tokenproxy {(t1[1] - d1[1]) * 1e3:.3f} ms, nginx {(n1[
 t8, n8 = rows[("tokenproxy 8m", 1)], rows[("nginx 8m", 1)]
 print(f"ratio tokenproxy/nginx, 8 MiB download MB/s: {t8[3] / n8[3]:.2f}  (target >= 0.90)")
 print(f"tokenproxy RSS idle: {int(sys.argv[2]) / 1024:.2f} MiB ({sys.argv[2]} KiB; target < 30 MiB)")
-dp = rows[("tp-dispatch 1k", 64)]
-print(f"engines, 1k c=64 requests/s: poll {t[0]:.0f}, dispatch {dp[0]:.0f}")
+dp, ep, ep1 = rows[("tp-dispatch 1k", 64)], rows[("tp-epoll 1k", 64)], rows[("tp-epoll 1k", 1)]
+print(f"engines, 1k c=64 requests/s: poll {t[0]:.0f}, epoll {ep[0]:.0f}, dispatch {dp[0]:.0f}; "
+      f"added p50 at c=1: poll {(t1[1] - d1[1]) * 1e3:.3f} ms, epoll {(ep1[1] - d1[1]) * 1e3:.3f} ms")
 PY

@@ -18,9 +18,10 @@ final class ForwardingFixture {
         engines: [any CurlEngine]? = nil,
         store: (any TokenStore)? = nil,
         logger: Logger = TestLogging.logger,
+        upstream: FakeUpstream? = nil,
         wrap: (CurlForwarder) -> any RouteForwarder = { $0 }
     ) throws {
-        self.upstream = try FakeUpstream()
+        self.upstream = try upstream ?? FakeUpstream()
         let json = """
             {"providers": {"svc": \(provider)},
              "routes": [
@@ -338,12 +339,28 @@ struct ForwardingTests {
     }
 }
 
+/// The engines that run an event thread of their own, made with an idle wait of an hour: a
+/// command or a deadline that fails to wake the thread then shows as a hang, not a delay.
+enum SleepyEngine: String, CaseIterable, Sendable {
+    case poll
+    case epoll
+
+    func make(_ name: String) -> any CurlEngine {
+        switch self {
+        case .poll: return CurlPollEngine(name: name, idleWait: .seconds(3600))
+        case .epoll: return CurlEpollEngine(name: name, idleWait: .seconds(3600))
+        }
+    }
+}
+
 struct EngineWakeUpTests {
-    /// The poll engine wakes only for the first command after it went to sleep. With an idle
-    /// sleep of an hour, a command that arrived without a wake-up would leave its request
-    /// unanswered and the client's read would time out.
-    @Test func requestsFromManyConnectionsAtOnceAreAllAnswered() throws {
-        let engine = CurlPollEngine(name: "tokenproxy.test.wakeup", idleWait: .seconds(3600))
+    /// The event thread wakes only for the first command after it went to sleep (and the
+    /// epoll engine's commands often run on the caller's thread instead). A command that
+    /// arrived without a wake-up would leave its request unanswered and the client's read
+    /// would time out.
+    @Test(arguments: SleepyEngine.allCases)
+    func requestsFromManyConnectionsAtOnceAreAllAnswered(engine kind: SleepyEngine) throws {
+        let engine = kind.make("tokenproxy.test.wakeup")
         let fixture = try ForwardingFixture(engine: engine)
         let answered = Mutex(0)
         let failures = Mutex<[String]>([])
@@ -380,6 +397,95 @@ struct EngineWakeUpTests {
         #expect(failures.withLock { $0 } == [])
         #expect(answered.withLock { $0 } == connections * perConnection)
     }
+}
+
+struct EngineDeadlineTests {
+    /// A transfer started on the client's thread while the event thread sleeps sets a
+    /// first-byte deadline the sleeping thread did not know about; the thread must be woken
+    /// for it, or the silent upstream would hold the client for the idle wait (an hour).
+    @Test(arguments: SleepyEngine.allCases)
+    func aDeadlineSetWhileTheEngineSleepsStillFires(engine kind: SleepyEngine) throws {
+        let fixture = try ForwardingFixture(
+            route: #", "timeout_seconds": 1"#,
+            engine: kind.make("tokenproxy.test.deadline")
+        )
+        let client = try fixture.client()
+        // A first request lets the engine settle into its idle wait with nothing due.
+        try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        usleep(50_000)
+        try client.send("GET /api/silent HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 504)
+        #expect(response.header("X-Tokenproxy-Error") == "upstream_timeout")
+    }
+}
+
+struct DroppedUpstreamConnectionTests {
+    /// The upstream closes kept-alive connections after 0.2 s idle. The epoll engine leaves a
+    /// finished transfer's socket in its set (parked); the close must take it out rather than
+    /// make the idle engine spin on it, and the next request must get a new connection,
+    /// usually under the same descriptor number, and be answered.
+    @Test(arguments: SleepyEngine.allCases)
+    func idleConnectionsClosedByTheUpstreamAreReplaced(engine kind: SleepyEngine) throws {
+        let name = "tp-drop-\(kind.rawValue)"
+        let fixture = try ForwardingFixture(engine: kind.make(name), upstream: try FakeUpstream(idleTimeout: 0.2))
+        let client = try fixture.client()
+        for round in 0..<4 {
+            try client.send("GET /api/r\(round) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            let response = try client.readResponse()
+            #expect(response.status == 200)
+            #expect(response.header("X-Seen-Target") == "/base/r\(round)")
+            #expect(eventually { fixture.upstream.connectionsAccepted == round + 1 })
+            // Wait for the upstream's close, then measure the idle engine.
+            usleep(400_000)
+            let before = try #require(threadCPUTime(named: name))
+            usleep(500_000)
+            let after = try #require(threadCPUTime(named: name))
+            // A spinning thread would use about 500 ms; an idle one close to nothing.
+            #expect(after - before < .milliseconds(100))
+        }
+    }
+}
+
+struct ClosingUpstreamTests {
+    /// An upstream answering `Connection: close` makes libcurl close the socket it has just
+    /// stopped watching, with no event in between; the next connection usually gets the same
+    /// descriptor number and must be watched afresh. (The epoll engine learns of the close
+    /// through libcurl's close-socket callback; when that is removed this test still passes,
+    /// because a new connection first asks for writability, which differs from the stale
+    /// entry and so reaches `epoll_ctl`. The callback covers a connect that completes at once.)
+    @Test(arguments: SleepyEngine.allCases)
+    func connectionsTheUpstreamClosesAreReplaced(engine kind: SleepyEngine) throws {
+        let fixture = try ForwardingFixture(engine: kind.make("tp-close-\(kind.rawValue)"))
+        let client = try fixture.client()
+        for round in 0..<6 {
+            let path = round % 2 == 0 ? "close" : "echo"
+            try client.send("GET /api/\(path) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            let response = try client.readResponse()
+            #expect(response.status == 200)
+        }
+        // Every closing answer forced a new connection for the request after it.
+        #expect(fixture.upstream.connectionsAccepted == 4)
+    }
+}
+
+/// The user plus system CPU time of this process's thread called `name`, from /proc.
+func threadCPUTime(named name: String) -> Duration? {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    for task in tasks {
+        let comm = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
+        guard comm.trimmingCharacters(in: .whitespacesAndNewlines) == name,
+            let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { continue }
+        // Fields after the command name; utime and stime are fields 14 and 15 of the line.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return nil }
+        let ticks = Int64(sysconf(Int32(_SC_CLK_TCK)))
+        return .milliseconds((user + system) * 1000 / max(ticks, 1))
+    }
+    return nil
 }
 
 struct SeveralEnginesTests {

@@ -131,11 +131,12 @@ private final class ContextRecordingForwarder: RouteForwarder, @unchecked Sendab
 }
 
 struct BusyConnectionTests {
-    /// An engine delivers in place only to an idle connection: one whose context is held
-    /// elsewhere gets its answer through its queue later, complete and in order, while the
-    /// engine goes on serving other connections.
-    @Test func aBusyConnectionDoesNotHoldUpItsEngine() throws {
-        let engine = CurlPollEngine(name: "tokenproxy.test.busy")
+    /// An engine never waits for a connection: one whose context is held elsewhere gets its
+    /// answer through its queue later, complete and in order, while the engine goes on
+    /// serving other connections.
+    @Test(arguments: SleepyEngine.allCases)
+    func aBusyConnectionDoesNotHoldUpItsEngine(engine kind: SleepyEngine) throws {
+        let engine = kind.make("tokenproxy.test.busy")
         var recording: ContextRecordingForwarder?
         let fixture = try ForwardingFixture(engine: engine) { forwarder in
             let recorder = ContextRecordingForwarder(forwarder)

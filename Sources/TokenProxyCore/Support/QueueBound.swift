@@ -27,6 +27,9 @@ public final class SerialContext: @unchecked Sendable {
     private let gate: UnsafeMutablePointer<pthread_mutex_t>
     /// The thread holding the gate, or 0.
     private let owner = Atomic<UInt>(0)
+    /// Whether the holder got the gate through ``runIfIdle(_:)`` rather than on the queue
+    /// (written by the holder only).
+    private var guest = false
 
     /// Creates a context over `queue`, which must be serial.
     public init(queue: DispatchQueue) {
@@ -43,6 +46,14 @@ public final class SerialContext: @unchecked Sendable {
     /// Whether the calling thread holds the gate.
     public var isCurrent: Bool {
         self.owner.load(ordering: .relaxed) == UInt(pthread_self())
+    }
+
+    /// Whether the holder runs in place on another thread (through ``runIfIdle(_:)``) rather
+    /// than on the queue; only meaningful to the holder. Work that must run on the queue
+    /// itself (suspending, resuming or cancelling the queue's Dispatch sources) is handed to
+    /// it then.
+    var isGuest: Bool {
+        self.guest
     }
 
     /// Runs `body` on the queue, holding the gate.
@@ -66,6 +77,7 @@ public final class SerialContext: @unchecked Sendable {
     /// another thread (or this one) holds it.
     func runIfIdle(_ body: () -> Void) -> Bool {
         guard pthread_mutex_trylock(self.gate) == 0 else { return false }
+        self.guest = true
         self.hold(UInt(pthread_self()), body)
         return true
     }
@@ -75,6 +87,7 @@ public final class SerialContext: @unchecked Sendable {
         self.owner.store(thread, ordering: .relaxed)
         body()
         self.owner.store(0, ordering: .relaxed)
+        self.guest = false
         pthread_mutex_unlock(self.gate)
     }
 }
@@ -120,13 +133,14 @@ public struct QueueBound<Value>: @unchecked Sendable {
 
     /// Runs `body` at once on the calling thread when no thread holds the context and none
     /// of `producer`'s earlier calls still waits on the queue; otherwise like ``execute(_:)``.
-    /// For one producer on another thread (an engine delivering a transfer's answer) that must
-    /// never wait for the connection and whose calls must run in order. Only for callers that
-    /// hold no state `body` could reenter.
+    /// For one producer (an engine delivering a transfer's answer) whose calls never overlap,
+    /// that must never wait for the connection and whose calls must run in order. Only for
+    /// callers that hold no state `body` could reenter.
     func executeHereIfIdle(for producer: OrderedProducer, _ body: @escaping @Sendable (Value) -> Void) {
         let storage = self.storage
-        // One producer: when it reads 0, every call it queued has started, and getting the
-        // gate then means they have also finished.
+        // One producer whose calls never overlap (they may come from different threads, one
+        // after the other, ordered by the engine's lock): when it reads 0, every call it
+        // queued has started, and getting the gate then means they have also finished.
         if producer.queued.load(ordering: .acquiring) == 0, self.context.runIfIdle({ body(storage) }) {
             return
         }

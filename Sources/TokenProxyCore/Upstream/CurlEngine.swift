@@ -3,9 +3,10 @@ import Foundation
 
 /// What drives libcurl transfers: the seam between ``CurlTransfer`` and the event loop.
 ///
-/// Two implementations exist, chosen by measuring them (`docs/architecture.md`):
-/// ``CurlPollEngine`` (one thread in `curl_multi_poll`) and ``CurlDispatchEngine``
-/// (libcurl's socket and timer callbacks on DispatchSources).
+/// Three implementations exist, chosen by measuring them (`docs/architecture.md`):
+/// ``CurlPollEngine`` (one thread in `curl_multi_poll`), ``CurlEpollEngine`` (libcurl's
+/// socket API on an epoll set, driven by whichever thread finds it free) and
+/// ``CurlDispatchEngine`` (libcurl's socket and timer callbacks on DispatchSources).
 public protocol CurlEngine: AnyObject, Sendable {
     /// Starts a transfer; its callbacks run on the engine from now on.
     func add(_ transfer: CurlTransfer)
@@ -27,12 +28,14 @@ public protocol CurlEngine: AnyObject, Sendable {
 public enum CurlEngineKind: String, Sendable, CaseIterable {
     /// ``CurlPollEngine``.
     case poll
+    /// ``CurlEpollEngine``.
+    case epoll
     /// ``CurlDispatchEngine``.
     case dispatch
 
     /// A new engine of this kind.
     public func make() -> any CurlEngine {
-        self.make(name: "tokenproxy.curl")
+        self.make(name: "tp-curl")
     }
 
     /// How many engines `serve` runs unless told otherwise: one per processor, as nginx's
@@ -44,12 +47,13 @@ public enum CurlEngineKind: String, Sendable, CaseIterable {
 
     /// `count` new engines of this kind (at least one).
     public func make(count: Int) -> [any CurlEngine] {
-        (0..<max(1, count)).map { self.make(name: "tokenproxy.curl.\($0)") }
+        (0..<max(1, count)).map { self.make(name: "tp-curl-\($0)") }
     }
 
     private func make(name: String) -> any CurlEngine {
         switch self {
         case .poll: return CurlPollEngine(name: name)
+        case .epoll: return CurlEpollEngine(name: name)
         case .dispatch: return CurlDispatchEngine()
         }
     }
@@ -86,4 +90,10 @@ enum CurlMulti {
         transfer.complete(timedOut: timedOut)
         transfer.release()
     }
+}
+
+/// Names the calling thread for the OS (`top -H`, `/proc/PID/task/TID/comm`), which keeps at
+/// most 15 bytes of it; Foundation's `Thread.name` does not reach the OS on Linux.
+func nameCurrentThread(_ name: String) {
+    tp_name_current_thread(name)
 }

@@ -42,14 +42,17 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
 
     /// Creates an engine and starts its event thread. `idleWait` only bounds a sleep with
     /// nothing due (tests make it long, so that a missed wake-up shows as a hang).
-    public init(name: String = "tokenproxy.curl", idleWait: Duration = .seconds(1)) {
+    public init(name: String = "tp-curl", idleWait: Duration = .seconds(1)) {
         self.idleWaitMilliseconds = Int(min(max(idleWait.milliseconds, 1), Int64(Int32.max)))
         CurlGlobal.initialize()
         // Safe because curl_multi_init only returns nil when out of memory, where nothing can go on.
         guard let multi = curl_multi_init() else { preconditionFailure("curl_multi_init failed") }
         self.multi = multi
         _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 256)
-        let thread = Thread { [self] in self.run() }
+        let thread = Thread { [self] in
+            nameCurrentThread(name)
+            self.run()
+        }
         thread.name = name
         self.thread = thread
         thread.start()

@@ -1,6 +1,6 @@
 /// Relays a transfer's response to a client exchange: each delivery runs in the connection's
-/// context (in place when it is idle, else one hop to its queue) with one flush, and a
-/// client that cannot keep up pauses the transfer.
+/// context (one hop to its queue) with one flush, and a client that cannot keep up pauses
+/// the transfer.
 struct ExchangeSink: CurlResponseSink {
     /// The client exchange, confined to its connection's context.
     let exchange: QueueBound<HTTPExchange>
@@ -31,10 +31,12 @@ struct ExchangeSink: CurlResponseSink {
         let state = self.state
         let intercept = self.interceptUnauthorized
         let swallowedEnd = self.onSwallowedResponseEnd
-        // Called by the engine between turns, holding nothing the body could reenter: an idle
-        // connection gets the answer written from here, without waking one of its threads.
-        // Deliveries keep their order: once one waits on the queue, the next ones queue too.
-        self.exchange.executeHereIfIdle(for: state.producer) { exchange in
+        // One hop to the connection's queue. Writing in place when the connection is idle
+        // (`executeHereIfIdle(for: state.producer)`) saved a thread wake-up per answer, but a
+        // client that left mid-download then failed to end its upstream transfer in 2 of 75
+        // runs of the abort test (none of 122 with the hop); switched off until that is
+        // understood (docs/architecture.md).
+        self.exchange.execute { exchange in
             if state.swallowing || (delivery.head?.status == 401 && intercept()) {
                 state.swallowing = true
                 transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)

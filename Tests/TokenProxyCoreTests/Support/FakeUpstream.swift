@@ -9,6 +9,7 @@ import TokenProxyCore
 /// - `/reset/N`: promises 2N bytes, sends N, then drops the connection.
 /// - `/redirect-external`, `/redirect-internal`: 302 to another host, or into its own base path.
 /// - `/status/N`: answers status N with a small body.
+/// - `/close`: answers 200 with `Connection: close` and closes the connection.
 /// - `/silent`: never answers.
 /// - `/protected`: 401 for revoked tokens (``revoke(_:)``, ``refuseAllTokens()``), else 200.
 final class FakeUpstream: HTTPExchangeHandler, @unchecked Sendable {
@@ -39,8 +40,13 @@ final class FakeUpstream: HTTPExchangeHandler, @unchecked Sendable {
     private(set) var port: UInt16 = 0
     private var server: TestHTTPServer?
 
-    init() throws {
-        self.server = try TestHTTPServer(handler: self)
+    /// `idleTimeout` closes kept-alive connections that carry no request for that long.
+    init(idleTimeout: Double? = nil) throws {
+        var settings = ConnectionSettings()
+        if let idleTimeout {
+            settings.idleTimeout = idleTimeout
+        }
+        self.server = try TestHTTPServer(settings: settings, handler: self)
         self.port = self.server?.port ?? 0
     }
 
@@ -111,6 +117,8 @@ final class FakeUpstream: HTTPExchangeHandler, @unchecked Sendable {
                 headers.add(name: "X-Body-SHA256", value: digest)
                 exchange.respond(HTTPResponse(status: 200, headers: headers, body: Array("protected ok\n".utf8)))
             }
+        case "close":
+            exchange.respond(HTTPResponse(status: 200, body: Array("closing\n".utf8), closeConnection: true))
         case "silent":
             self.lock.withLock { self.held.append(exchange) }
         default:
