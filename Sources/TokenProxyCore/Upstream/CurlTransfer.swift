@@ -332,15 +332,14 @@ public final class CurlTransfer: @unchecked Sendable {
     }
 
     /// The sink took `bytes` of body; `consumerWritable` is whether it can take more now.
-    /// When it cannot, the transfer stays paused until ``consumerBecameWritable()``.
+    /// When it cannot, the transfer stays paused until ``consumerBecameWritable()`` or a later
+    /// delivery that finds the consumer writable: a block an earlier delivery reported ends
+    /// then too, since the consumer may have drained without another writable event.
     func bodyDelivered(_ bytes: Int, consumerWritable: Bool) {
         let resume = self.shared.withLock { shared -> Bool in
             shared.outPending -= bytes
-            if !consumerWritable {
-                shared.outBlocked = true
-                return false
-            }
-            return self.takeWritePause(&shared)
+            shared.outBlocked = !consumerWritable
+            return consumerWritable && self.takeWritePause(&shared)
         }
         if resume { self.engine?.resume(self) }
     }

@@ -69,7 +69,10 @@ struct ExchangeSink: CurlResponseSink {
             guard delivery.bodyBytes > 0 else { return }
             let writable = exchange.isComplete || exchange.isWritable
             transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: writable)
-            if !writable {
+            if writable {
+                // A hook an earlier delivery left is stale: this one found room.
+                exchange.onWritable = nil
+            } else {
                 exchange.onWritable = {
                     exchange.onWritable = nil
                     transfer.consumerBecameWritable()
