@@ -423,6 +423,11 @@ final class HTTPConnection {
         }
         if self.closeWhenFlushed {
             self.beginLingeringClose()
+        } else {
+            // Reading may have stopped while the output was over its mark; a flush that
+            // drains it without a writable event (the socket had room) must start it again,
+            // or the client's next request sits unread.
+            self.updateReadInterest()
         }
     }
 
