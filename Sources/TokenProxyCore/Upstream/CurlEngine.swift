@@ -59,8 +59,51 @@ public enum CurlEngineKind: String, Sendable, CaseIterable {
     }
 }
 
-/// What both engines do with the transfers libcurl reports done.
+/// What a thread asks of an engine that runs an event thread of its own.
+enum CurlCommand {
+    case add(CurlTransfer)
+    case resume(CurlTransfer)
+    case cancel(CurlTransfer)
+}
+
+/// What the engines do with the transfers libcurl reports done, and with commands.
 enum CurlMulti {
+    /// Carries out `command` on `multi` for `engine`, whose table of live transfers is
+    /// `transfers`; called wherever the engine may call libcurl.
+    static func apply(
+        _ command: CurlCommand,
+        engine: any CurlEngine,
+        multi: UnsafeMutableRawPointer,
+        transfers: inout [ObjectIdentifier: CurlTransfer]
+    ) {
+        switch command {
+        case .add(let transfer):
+            guard let easy = transfer.prepare(engine: engine) else { return }
+            transfers[ObjectIdentifier(transfer)] = transfer
+            curl_multi_add_handle(multi, easy)
+        case .resume(let transfer):
+            guard transfers[ObjectIdentifier(transfer)] != nil else { return }
+            transfer.unpause()
+        case .cancel(let transfer):
+            guard let easy = transfer.easy, transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
+                return
+            }
+            curl_multi_remove_handle(multi, easy)
+            transfer.release()
+        }
+    }
+
+    /// Starts an engine's event thread, named `name` for the OS too.
+    static func startThread(named name: String, _ run: @escaping @Sendable () -> Void) -> Thread {
+        let thread = Thread {
+            nameCurrentThread(name)
+            run()
+        }
+        thread.name = name
+        thread.start()
+        return thread
+    }
+
     /// Calls `finish` for every transfer libcurl finished, with its result recorded.
     static func collectFinished(_ multi: UnsafeMutableRawPointer, _ finish: (CurlTransfer) -> Void) {
         var remaining: Int32 = 0

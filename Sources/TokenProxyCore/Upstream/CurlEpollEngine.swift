@@ -36,16 +36,10 @@ import Synchronization
 /// pool are touched only with `lock` held; the inbox is behind its own mutex; epoll and the
 /// eventfd are thread-safe.
 public final class CurlEpollEngine: CurlEngine, @unchecked Sendable {
-    private enum Command {
-        case add(CurlTransfer)
-        case resume(CurlTransfer)
-        case cancel(CurlTransfer)
-    }
-
     /// Commands that could not run at once, and whether the event thread is (about to be)
     /// waiting with none of them seen: only then does a command need a wake-up.
     private struct Inbox {
-        var commands: [Command] = []
+        var commands: [CurlCommand] = []
         var sleeping = false
     }
 
@@ -103,13 +97,7 @@ public final class CurlEpollEngine: CurlEngine, @unchecked Sendable {
         _ = tp_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, userdata)
         _ = tp_multi_setopt_timer_callback(multi, epollTimerCallback)
         _ = tp_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, userdata)
-        let thread = Thread { [self] in
-            nameCurrentThread(name)
-            self.run()
-        }
-        thread.name = name
-        self.thread = thread
-        thread.start()
+        self.thread = CurlMulti.startThread(named: name) { [self] in self.run() }
     }
 
     /// Starts `transfer`: at once on the calling thread when the engine is free, otherwise on
@@ -152,7 +140,7 @@ public final class CurlEpollEngine: CurlEngine, @unchecked Sendable {
 
     // MARK: Commands
 
-    private func submit(_ command: Command) {
+    private func submit(_ command: CurlCommand) {
         // An awake event thread reads the inbox before it waits again: no wake-up, and no
         // contention for the lock it is about to take.
         let awake = self.inbox.withLock { inbox -> Bool in
@@ -189,29 +177,15 @@ public final class CurlEpollEngine: CurlEngine, @unchecked Sendable {
         _ = Glibc.write(self.wakeup, &one, MemoryLayout<UInt64>.size)
     }
 
-    private func apply(_ command: Command) {
-        switch command {
-        case .add(let transfer):
-            guard let easy = transfer.prepare(engine: self) else { return }
-            self.transfers[ObjectIdentifier(transfer)] = transfer
-            curl_multi_add_handle(self.multi, easy)
-        case .resume(let transfer):
-            guard self.transfers[ObjectIdentifier(transfer)] != nil else { return }
-            transfer.unpause()
-        case .cancel(let transfer):
-            guard let easy = transfer.easy, self.transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
-                return
-            }
-            curl_multi_remove_handle(self.multi, easy)
-            transfer.release()
-        }
+    private func apply(_ command: CurlCommand) {
+        CurlMulti.apply(command, engine: self, multi: self.multi, transfers: &self.transfers)
     }
 
     /// With the lock held: runs libcurl's due timer, finishes what libcurl finished, delivers
     /// outboxes, and repeats while deliveries (which may resume or cancel transfers of this
     /// engine) or other threads left commands in the inbox.
     private func settle() {
-        var pending: [Command] = []
+        var pending: [CurlCommand] = []
         while true {
             while let due = self.timerDue, due <= .now {
                 self.timerDue = nil

@@ -14,16 +14,10 @@ import Synchronization
 /// `@unchecked Sendable`: the multi handle and `transfers` are touched only on the event
 /// thread; the inbox is behind its mutex; `curl_multi_wakeup` is thread-safe.
 public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
-    private enum Command {
-        case add(CurlTransfer)
-        case resume(CurlTransfer)
-        case cancel(CurlTransfer)
-    }
-
     /// Commands from other threads, and whether the event thread is (about to be) asleep
     /// in `curl_multi_poll` with none of them seen: only then does a command need a wake-up.
     private struct Inbox {
-        var commands: [Command] = []
+        var commands: [CurlCommand] = []
         var sleeping = false
     }
 
@@ -49,13 +43,7 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
         guard let multi = curl_multi_init() else { preconditionFailure("curl_multi_init failed") }
         self.multi = multi
         _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 256)
-        let thread = Thread { [self] in
-            nameCurrentThread(name)
-            self.run()
-        }
-        thread.name = name
-        self.thread = thread
-        thread.start()
+        self.thread = CurlMulti.startThread(named: name) { [self] in self.run() }
     }
 
     /// Starts `transfer`. Its callbacks run on the event thread from now on.
@@ -91,7 +79,7 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
         self.easyPool.recycle(easy)
     }
 
-    private func send(_ command: Command) {
+    private func send(_ command: CurlCommand) {
         let wake = self.inbox.withLock { inbox -> Bool in
             inbox.commands.append(command)
             // One wake-up per sleep: the first command after the thread went to sleep.
@@ -105,7 +93,7 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
 
     private func run() {
         var running: Int32 = 0
-        var pending: [Command] = []
+        var pending: [CurlCommand] = []
         while true {
             self.inbox.withLock { inbox in
                 swap(&pending, &inbox.commands)
@@ -144,22 +132,8 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
         }
     }
 
-    private func apply(_ command: Command) {
-        switch command {
-        case .add(let transfer):
-            guard let easy = transfer.prepare(engine: self) else { return }
-            self.transfers[ObjectIdentifier(transfer)] = transfer
-            curl_multi_add_handle(self.multi, easy)
-        case .resume(let transfer):
-            guard self.transfers[ObjectIdentifier(transfer)] != nil else { return }
-            transfer.unpause()
-        case .cancel(let transfer):
-            guard let easy = transfer.easy, self.transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
-                return
-            }
-            curl_multi_remove_handle(self.multi, easy)
-            transfer.release()
-        }
+    private func apply(_ command: CurlCommand) {
+        CurlMulti.apply(command, engine: self, multi: self.multi, transfers: &self.transfers)
     }
 
     private func collectFinished() {
