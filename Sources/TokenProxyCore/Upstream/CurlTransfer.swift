@@ -411,7 +411,9 @@ public final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    fileprivate func receivedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+    /// Takes body bytes from libcurl's write callback: their count, or libcurl's pause value
+    /// when the client has too much in flight or cannot take more. Internal for tests.
+    func receivedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         let accepted = self.shared.withLock { shared -> Bool in
             if shared.outBlocked || shared.outPending >= Self.outPendingLimit {
                 shared.writePaused = true
