@@ -95,7 +95,6 @@ static inline int tp_poll_inout(void) { return CURL_POLL_INOUT; }
 static inline int tp_poll_remove(void) { return CURL_POLL_REMOVE; }
 static inline int tp_cselect_in(void) { return CURL_CSELECT_IN; }
 static inline int tp_cselect_out(void) { return CURL_CSELECT_OUT; }
-static inline int tp_cselect_err(void) { return CURL_CSELECT_ERR; }
 
 static inline int tp_pause_all(void) { return CURLPAUSE_ALL; }
 static inline int tp_pause_cont(void) { return CURLPAUSE_CONT; }

@@ -411,11 +411,9 @@ struct EngineDeadlineTests {
         )
         let client = try fixture.client()
         // A first request lets the engine settle into its idle wait with nothing due.
-        try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        #expect(try client.readResponse().status == 200)
+        #expect(try client.get("/api/echo").status == 200)
         usleep(50_000)
-        try client.send("GET /api/silent HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        let response = try client.readResponse()
+        let response = try client.get("/api/silent")
         #expect(response.status == 504)
         #expect(response.header("X-Tokenproxy-Error") == "upstream_timeout")
     }
@@ -432,8 +430,7 @@ struct DroppedUpstreamConnectionTests {
         let fixture = try ForwardingFixture(engine: kind.make(name), upstream: try FakeUpstream(idleTimeout: 0.2))
         let client = try fixture.client()
         for round in 0..<4 {
-            try client.send("GET /api/r\(round) HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            let response = try client.readResponse()
+            let response = try client.get("/api/r\(round)")
             #expect(response.status == 200)
             #expect(response.header("X-Seen-Target") == "/base/r\(round)")
             #expect(eventually { fixture.upstream.connectionsAccepted == round + 1 })
@@ -461,9 +458,7 @@ struct ClosingUpstreamTests {
         let client = try fixture.client()
         for round in 0..<6 {
             let path = round % 2 == 0 ? "close" : "echo"
-            try client.send("GET /api/\(path) HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            let response = try client.readResponse()
-            #expect(response.status == 200)
+            #expect(try client.get("/api/\(path)").status == 200)
         }
         // Every closing answer forced a new connection for the request after it.
         #expect(fixture.upstream.connectionsAccepted == 4)

@@ -218,9 +218,7 @@ struct BackgroundRefreshTests {
         // The renewed token is stored once its answer is read; requests meanwhile get the old
         // one, which is still valid, and none of them makes a fetch of its own.
         let renewedInUse = eventually {
-            guard (try? client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")) != nil,
-                (try? client.readResponse().status) == 200
-            else { return false }
+            guard (try? client.get("/api/echo").status) == 200 else { return false }
             return fixture.upstream.requests.last?.headers.first("Authorization") == "Bearer issued-2"
         }
         #expect(renewedInUse)

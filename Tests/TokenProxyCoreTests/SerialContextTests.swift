@@ -154,8 +154,7 @@ struct BusyConnectionTests {
 
         let other = try fixture.client()
         for index in 0..<5 {
-            try other.send("GET /api/items/\(index) HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            let response = try other.readResponse()
+            let response = try other.get("/api/items/\(index)")
             #expect(response.status == 200)
             #expect(response.header("X-Seen-Target") == "/base/items/\(index)")
         }

@@ -397,12 +397,10 @@ final class HTTPConnection {
                     }
                 }
             } catch {
-                if self.handToQueue({ $0.writable() }) { return }
                 self.perform(self.lifecycle.failed())
                 return
             }
             guard case .processed(let written) = result else {
-                if self.handToQueue({ $0.writable() }) { return }
                 if self.writeSuspended {
                     self.writeSuspended = false
                     self.writeSource.resume()
@@ -414,9 +412,6 @@ final class HTTPConnection {
         }
         self.output.removeAll(keepingCapacity: self.output.capacity <= Self.outputHighMark)
         self.outputStart = 0
-        if !self.writeSuspended || self.closeWhenFlushed, self.handToQueue({ $0.writable() }) {
-            return
-        }
         if !self.writeSuspended {
             self.writeSuspended = true
             self.writeSource.suspend()
@@ -525,7 +520,7 @@ final class HTTPConnection {
     }
 
     private func closeNow() {
-        guard !self.closed, !self.handToQueue({ $0.closeNow() }) else { return }
+        guard !self.closed else { return }
         self.closed = true
         if let exchange = self.current {
             self.current = nil
@@ -546,20 +541,6 @@ final class HTTPConnection {
         self.output = []
     }
 
-    /// The connection's Dispatch sources are suspended, resumed and cancelled only on their
-    /// own queue. When an engine runs in place (``SerialContext/isGuest``) and one of them
-    /// must change (the client stopped taking bytes, an error, a close), `work` is handed to
-    /// the queue instead, and this returns true; on the queue it returns false and the
-    /// caller goes on. With the sources changed from the engine thread, a client that left
-    /// mid-download failed to end its upstream transfer in 5 of 18 runs of the abort test;
-    /// handed to the queue, in 2 of 75. The rest of that fault is not found, and in-place
-    /// answers are switched off (docs/architecture.md), so this only acts if they return.
-    private func handToQueue(_ work: @escaping @Sendable (HTTPConnection) -> Void) -> Bool {
-        guard self.context.isGuest else { return false }
-        QueueBound(self, context: self.context).execute(work)
-        return true
-    }
-
     private func compactInput() {
         if self.inputStart == self.input.count {
             self.input.removeAll(keepingCapacity: true)
@@ -576,7 +557,6 @@ final class HTTPConnection {
         if let exchange = self.current, exchange.bodyPaused, !self.requestBodyDone {
             wanted = self.lingering
         }
-        guard wanted == self.readSuspended, !self.handToQueue({ $0.updateReadInterest() }) else { return }
         if wanted, self.readSuspended {
             self.readSuspended = false
             self.readSource.resume()

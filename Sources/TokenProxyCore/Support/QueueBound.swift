@@ -27,9 +27,6 @@ public final class SerialContext: @unchecked Sendable {
     private let gate: UnsafeMutablePointer<pthread_mutex_t>
     /// The thread holding the gate, or 0.
     private let owner = Atomic<UInt>(0)
-    /// Whether the holder got the gate through ``runIfIdle(_:)`` rather than on the queue
-    /// (written by the holder only).
-    private var guest = false
 
     /// Creates a context over `queue`, which must be serial.
     public init(queue: DispatchQueue) {
@@ -46,14 +43,6 @@ public final class SerialContext: @unchecked Sendable {
     /// Whether the calling thread holds the gate.
     public var isCurrent: Bool {
         self.owner.load(ordering: .relaxed) == UInt(pthread_self())
-    }
-
-    /// Whether the holder runs in place on another thread (through ``runIfIdle(_:)``) rather
-    /// than on the queue; only meaningful to the holder. Work that must run on the queue
-    /// itself (suspending, resuming or cancelling the queue's Dispatch sources) is handed to
-    /// it then.
-    var isGuest: Bool {
-        self.guest
     }
 
     /// Runs `body` on the queue, holding the gate.
@@ -77,7 +66,6 @@ public final class SerialContext: @unchecked Sendable {
     /// another thread (or this one) holds it.
     func runIfIdle(_ body: () -> Void) -> Bool {
         guard pthread_mutex_trylock(self.gate) == 0 else { return false }
-        self.guest = true
         self.hold(UInt(pthread_self()), body)
         return true
     }
@@ -87,7 +75,6 @@ public final class SerialContext: @unchecked Sendable {
         self.owner.store(thread, ordering: .relaxed)
         body()
         self.owner.store(0, ordering: .relaxed)
-        self.guest = false
         pthread_mutex_unlock(self.gate)
     }
 }

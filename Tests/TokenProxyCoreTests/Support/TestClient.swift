@@ -90,6 +90,12 @@ final class TestClient {
         }
     }
 
+    /// Sends `GET target` for `localhost` on this connection and reads the response.
+    func get(_ target: String) throws -> Response {
+        try self.send("GET \(target) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        return try self.readResponse()
+    }
+
     /// Sends every byte of `text` (UTF-8).
     func send(_ text: String) throws {
         try self.send(Array(text.utf8))
