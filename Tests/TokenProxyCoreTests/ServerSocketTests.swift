@@ -266,6 +266,22 @@ struct ServerSocketTests {
         #expect(try client.readResponse().status == 200)
     }
 
+    @Test func readingStartsAgainWhenALaterAnswerLeavesInOneWrite() throws {
+        // The answer comes from a later hop, as the upstream engine's do, and is bigger than
+        // the output mark: while it is queued the connection parses the waiting start of the
+        // next request and stops reading. The socket takes the whole answer at once, so no
+        // writable event follows; the flush itself must start reading again, or the rest of
+        // the next request is never read.
+        var settings = ConnectionSettings()
+        settings.outputHighMark = 1024
+        let server = try TestHTTPServer(settings: settings, handler: LaterAnswerHandler(size: 4096))
+        let client = try TestClient(port: server.port)
+        try client.send("GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\n")
+        #expect(try client.readResponse().body.count == 4096)
+        try client.send("Host: a\r\n\r\n")
+        #expect(try client.readResponse().body.count == 4096)
+    }
+
     @Test func aClientThatDoesNotReadHoldsTheHandlerBack() throws {
         let handler = StreamingHandler(total: 64 * 1024 * 1024)
         let server = try TestHTTPServer(handler: handler)
@@ -398,6 +414,19 @@ final class StreamingHandler: HTTPExchangeHandler, @unchecked Sendable {
             exchange.onWritable = { pump() }
         }
         pump()
+    }
+}
+
+/// Answers every request from a later hop through the connection's context, in one batch,
+/// with `size` bytes of body.
+struct LaterAnswerHandler: HTTPExchangeHandler {
+    let size: Int
+
+    func handle(_ exchange: HTTPExchange) {
+        let size = self.size
+        QueueBound(exchange, context: exchange.context).execute { exchange in
+            exchange.respond(HTTPResponse(status: 200, body: [UInt8](repeating: UInt8(ascii: "a"), count: size)))
+        }
     }
 }
 

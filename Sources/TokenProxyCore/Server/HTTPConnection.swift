@@ -14,6 +14,10 @@ public struct ConnectionSettings: Sendable {
     public var headerTimeout: Double
     /// How long an idle keep-alive connection is kept; also the body inactivity deadline.
     public var idleTimeout: Double
+    /// Bytes of response waiting for the client above which the connection stops reading and
+    /// reports itself not writable; it is writable again below a quarter of it. Tests make it
+    /// small to reach the buffer's edges with small answers.
+    var outputHighMark = 256 * 1024
 
     /// Creates settings; the defaults are the SPEC's.
     public init(
@@ -38,8 +42,6 @@ public struct ConnectionSettings: Sendable {
 final class HTTPConnection {
     private static let readSize = 65536
     private static let inputMark = 65536
-    private static let outputHighMark = 256 * 1024
-    private static let outputLowMark = 64 * 1024
     private static let lingerSeconds = 2.0
 
     let context: SerialContext
@@ -314,7 +316,7 @@ final class HTTPConnection {
     private var bodyEndDelivered = false
 
     var isWritable: Bool {
-        self.output.count - self.outputStart < Self.outputHighMark
+        self.output.count - self.outputStart < self.settings.outputHighMark
     }
 
     func exchangeSendHead(_ exchange: HTTPExchange, _ head: HTTPResponseHead, closeConnection: Bool) {
@@ -410,7 +412,7 @@ final class HTTPConnection {
             }
             self.outputStart += written
         }
-        self.output.removeAll(keepingCapacity: self.output.capacity <= Self.outputHighMark)
+        self.output.removeAll(keepingCapacity: self.output.capacity <= self.settings.outputHighMark)
         self.outputStart = 0
         if !self.writeSuspended {
             self.writeSuspended = true
@@ -430,7 +432,7 @@ final class HTTPConnection {
         let wasWritable = self.isWritable
         self.flush()
         guard !self.closed else { return }
-        if self.output.count - self.outputStart <= Self.outputLowMark, let exchange = self.current {
+        if self.output.count - self.outputStart <= self.settings.outputHighMark / 4, let exchange = self.current {
             if !wasWritable || exchange.onWritable != nil {
                 exchange.onWritable?()
             }
