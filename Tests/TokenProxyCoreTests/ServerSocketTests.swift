@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import TokenProxyCore
@@ -268,10 +269,10 @@ struct ServerSocketTests {
 
     @Test func readingStartsAgainWhenALaterAnswerLeavesInOneWrite() throws {
         // The answer comes from a later hop, as the upstream engine's do, and is bigger than
-        // the output mark: while it is queued the connection parses the waiting start of the
-        // next request and stops reading. The socket takes the whole answer at once, so no
-        // writable event follows; the flush itself must start reading again, or the rest of
-        // the next request is never read.
+        // the output mark, with the start of the next request waiting in the input. The
+        // socket takes the whole answer at once, so no writable event follows; reading must
+        // not depend on one, or the rest of the next request is never read (a hang seen when
+        // reading stopped while the output was over its mark).
         var settings = ConnectionSettings()
         settings.outputHighMark = 1024
         let server = try TestHTTPServer(settings: settings, handler: LaterAnswerHandler(size: 4096))
@@ -280,6 +281,41 @@ struct ServerSocketTests {
         #expect(try client.readResponse().body.count == 4096)
         try client.send("Host: a\r\n\r\n")
         #expect(try client.readResponse().body.count == 4096)
+    }
+
+    @Test func everyClientThatLeavesMidResponseIsNoticed() throws {
+        // Each client asks for an endless answer and resets the connection after a varying
+        // pause, so the reset lands at different points of the server's first fill of the
+        // socket, including just as it first waits for the socket to take more. Every
+        // exchange must learn that its client left; one that did not would keep its
+        // producer (an upstream transfer, in the proxy) going for ever.
+        let handler = EndlessAnswerHandler()
+        let server = try TestHTTPServer(handler: handler)
+        let rounds = 1000
+        for round in 0..<rounds {
+            let client = try TestClient(port: server.port)
+            try client.send("GET /endless HTTP/1.1\r\nHost: a\r\n\r\n")
+            _ = try client.readHead()
+            usleep(UInt32(round % 50) * 10)
+            client.closeNow()
+        }
+        #expect(eventually { handler.clientsGone == rounds })
+        #expect(handler.clientsGone == rounds)
+    }
+
+    @Test func aClientThatHalfClosesAfterItsRequestGetsTheWholeAnswerThenTheClose() throws {
+        let handler = StreamingHandler(total: 8 * 1024 * 1024)
+        let server = try TestHTTPServer(handler: handler)
+        let client = try TestClient(port: server.port)
+        try client.send("GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
+        client.shutdownWrite()
+        // The answer waits on the client for a while: the server has read EOF meanwhile.
+        usleep(200_000)
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.body.count == 8 * 1024 * 1024)
+        // The head went out before the EOF was read, so it could not announce the close.
+        #expect(try client.isClosedByServer())
     }
 
     @Test func aClientThatDoesNotReadHoldsTheHandlerBack() throws {
@@ -427,6 +463,27 @@ struct LaterAnswerHandler: HTTPExchangeHandler {
         QueueBound(exchange, context: exchange.context).execute { exchange in
             exchange.respond(HTTPResponse(status: 200, body: [UInt8](repeating: UInt8(ascii: "a"), count: size)))
         }
+    }
+}
+
+/// Streams an endless answer while the client takes it, counting the exchanges whose client
+/// went away.
+final class EndlessAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
+    private let gone = Mutex(0)
+
+    var clientsGone: Int { self.gone.withLock { $0 } }
+
+    func handle(_ exchange: HTTPExchange) {
+        exchange.onClose = { [self] in self.gone.withLock { $0 += 1 } }
+        exchange.sendHead(HTTPResponseHead(status: 200))
+        let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 65536)
+        func pump() {
+            while exchange.isWritable {
+                exchange.sendBody(chunk)
+            }
+            exchange.onWritable = { pump() }
+        }
+        pump()
     }
 }
 

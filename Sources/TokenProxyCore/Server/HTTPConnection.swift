@@ -36,9 +36,11 @@ public struct ConnectionSettings: Sendable {
 /// sources run on the context's queue holding its gate, and other threads reach the
 /// connection only through the context.
 ///
-/// Read back-pressure: the socket is read only while the input buffer is below its mark,
-/// the output buffer below its mark, and the body consumer (if any) not paused. A descriptor
-/// is closed only after both DispatchSources' cancel handlers have run.
+/// Read back-pressure: the socket is read only while the input buffer is below its mark and
+/// the body consumer (if any) is not paused; nothing more is parsed until the current
+/// exchange ends. Write back-pressure: the exchange is not writable while the output buffer
+/// is over its mark. A descriptor is closed only after both DispatchSources' cancel handlers
+/// have run.
 final class HTTPConnection {
     private static let readSize = 65536
     private static let inputMark = 65536
@@ -76,6 +78,8 @@ final class HTTPConnection {
     /// Whether `process()` is running, so a finished exchange need not start it again.
     private var processing = false
     private var lingering = false
+    /// Whether the client closed its sending side.
+    private var inputEnded = false
     private var closed = false
 
     init(
@@ -142,6 +146,9 @@ final class HTTPConnection {
             return
         }
         if count == 0 {
+            // EOF stays readable: reading stops for good, or its event would fire until
+            // the connection closes.
+            self.inputEnded = true
             self.perform(self.lifecycle.inputEnded())
             self.updateReadInterest()
             return
@@ -420,11 +427,6 @@ final class HTTPConnection {
         }
         if self.closeWhenFlushed {
             self.beginLingeringClose()
-        } else {
-            // Reading may have stopped while the output was over its mark; a flush that
-            // drains it without a writable event (the socket had room) must start it again,
-            // or the client's next request sits unread.
-            self.updateReadInterest()
         }
     }
 
@@ -555,7 +557,13 @@ final class HTTPConnection {
 
     private func updateReadInterest() {
         guard !self.closed else { return }
-        var wanted = self.lingering || (self.input.count - self.inputStart < Self.inputMark && self.isWritable)
+        // Reading goes on while the client is slow to take the answer: a client that resets
+        // the connection is then seen by the read source, which does not depend on a write
+        // source being armed in time (with Dispatch on Linux, a reset that arrives before a
+        // write source's first registration can be lost, leaving the exchange waiting for
+        // ever; docs/architecture.md). Input is still bounded by its mark, and nothing is
+        // parsed until the current exchange ends.
+        var wanted = self.lingering || (!self.inputEnded && self.input.count - self.inputStart < Self.inputMark)
         if let exchange = self.current, exchange.bodyPaused, !self.requestBodyDone {
             wanted = self.lingering
         }

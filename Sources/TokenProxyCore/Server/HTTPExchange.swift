@@ -78,9 +78,12 @@ public final class HTTPExchange {
         self.connection?.exchangeWantsBody(self)
     }
 
-    /// Whether more body bytes can be sent without growing the output buffer past its mark.
+    /// Whether more body bytes can be sent without growing the output buffer past its mark;
+    /// false once the exchange ended (the client may have gone), so that a producer's
+    /// `while isWritable` loop stops.
     public var isWritable: Bool {
         self.assertInContext()
+        guard !self.isComplete else { return false }
         return self.connection?.isWritable ?? false
     }
 

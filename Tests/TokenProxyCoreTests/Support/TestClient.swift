@@ -243,6 +243,11 @@ final class TestClient {
         }
     }
 
+    /// Closes the sending side only: the server reads EOF and can still answer.
+    func shutdownWrite() {
+        shutdown(self.descriptor, Int32(SHUT_WR))
+    }
+
     /// Closes the socket now (a client going away mid-exchange): unread data makes the
     /// kernel reset the connection, as when a real client process exits.
     func closeNow() {
