@@ -32,10 +32,9 @@ struct ExchangeSink: CurlResponseSink {
         let intercept = self.interceptUnauthorized
         let swallowedEnd = self.onSwallowedResponseEnd
         // One hop to the connection's queue. Writing in place when the connection is idle
-        // (`executeHereIfIdle(for:)` with an `OrderedProducer` per sink) saved a thread
-        // wake-up per answer, but a client that left mid-download then failed to end its
-        // upstream transfer in 2 of 75 runs of the abort test (none of 122 with the hop);
-        // switched off until that is understood (docs/architecture.md).
+        // (`executeHereIfIdle(for:)` with an `OrderedProducer` per sink) saves a thread
+        // wake-up per answer; it stays off while a fault seen only with it is unexplained
+        // (docs/architecture.md, "The upstream engine").
         self.exchange.execute { exchange in
             if state.swallowing || (delivery.head?.status == 401 && intercept()) {
                 state.swallowing = true
