@@ -318,6 +318,38 @@ struct ServerSocketTests {
         #expect(try client.isClosedByServer())
     }
 
+    @Test func aClientThatTakesNothingOfItsAnswerForTheIdleTimeIsDropped() throws {
+        let handler = EndlessAnswerHandler()
+        let server = try TestHTTPServer(settings: ConnectionSettings(idleTimeout: 0.5), handler: handler)
+        let client = try TestClient(port: server.port)
+        try client.send("GET /endless HTTP/1.1\r\nHost: a\r\n\r\n")
+        _ = try client.readHead()
+        // The client reads nothing more: once the socket is full, the answer stalls.
+        #expect(eventually { handler.clientsGone == 1 })
+    }
+
+    @Test func aSlowClientThatKeepsTakingItsAnswerIsKept() throws {
+        let handler = EndlessAnswerHandler()
+        let server = try TestHTTPServer(settings: ConnectionSettings(idleTimeout: 1), handler: handler)
+        let client = try TestClient(port: server.port)
+        try client.send("GET /endless HTTP/1.1\r\nHost: a\r\n\r\n")
+        _ = try client.readHead()
+        // Much slower than the server can send, for well over two idle times: each read lets
+        // the server write a little more, which is progress.
+        let until = ContinuousClock.now + .milliseconds(2500)
+        var received = 0
+        while ContinuousClock.now < until {
+            let count = try client.discardSome()
+            #expect(count > 0)
+            if count == 0 { break }
+            received += count
+            usleep(20_000)
+        }
+        #expect(handler.clientsGone == 0)
+        #expect(try client.discardSome() > 0)
+        #expect(received > 0)
+    }
+
     @Test func aClientThatDoesNotReadHoldsTheHandlerBack() throws {
         let handler = StreamingHandler(total: 64 * 1024 * 1024)
         let server = try TestHTTPServer(handler: handler)

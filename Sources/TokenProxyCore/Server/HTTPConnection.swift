@@ -65,6 +65,8 @@ final class HTTPConnection {
     private var encoder = ResponseEncoder()
     private var armedTimer = ConnectionStateMachine.Timer.none
     private var deadline: DispatchTime?
+    /// While answer bytes wait for the client: when it must have taken some more by.
+    private var sendDeadline: DispatchTime?
     private var scheduledFire: DispatchTime?
     private var input: [UInt8] = []
     private var inputStart = 0
@@ -410,6 +412,9 @@ final class HTTPConnection {
                 return
             }
             guard case .processed(let written) = result else {
+                if self.sendDeadline == nil {
+                    self.armSendDeadline()
+                }
                 if self.writeSuspended {
                     self.writeSuspended = false
                     self.writeSource.resume()
@@ -418,7 +423,12 @@ final class HTTPConnection {
                 return
             }
             self.outputStart += written
+            if self.sendDeadline != nil {
+                // Progress: the client took bytes, so it has the full time again.
+                self.armSendDeadline()
+            }
         }
+        self.sendDeadline = nil
         self.output.removeAll(keepingCapacity: self.output.capacity <= self.settings.outputHighMark)
         self.outputStart = 0
         if !self.writeSuspended {
@@ -459,6 +469,21 @@ final class HTTPConnection {
         }
         let deadline = DispatchTime.now() + seconds
         self.deadline = deadline
+        self.schedule(deadline)
+    }
+
+    /// A client that takes no byte of its answer for the idle time is dropped (nginx's
+    /// `send_timeout`): otherwise it would hold the connection, and in the proxy an upstream
+    /// transfer, for as long as it likes; it also bounds any wait for a writable event.
+    private func armSendDeadline() {
+        let deadline = DispatchTime.now() + self.settings.idleTimeout
+        self.sendDeadline = deadline
+        self.schedule(deadline)
+    }
+
+    /// Makes the timer fire by `deadline`; a timer already due earlier is left alone (it
+    /// re-schedules itself for what is still pending when it fires).
+    private func schedule(_ deadline: DispatchTime) {
         if self.scheduledFire.map({ deadline < $0 }) ?? true {
             self.scheduledFire = deadline
             self.timer.schedule(deadline: deadline)
@@ -472,10 +497,18 @@ final class HTTPConnection {
             return
         }
         self.scheduledFire = nil
+        let now = DispatchTime.now()
+        if let sendDeadline = self.sendDeadline {
+            guard now < sendDeadline else {
+                // The client took nothing for the idle time: give up on it.
+                self.perform(self.lifecycle.failed())
+                return
+            }
+            self.schedule(sendDeadline)
+        }
         guard let deadline = self.deadline else { return }
-        if DispatchTime.now() < deadline {
-            self.scheduledFire = deadline
-            self.timer.schedule(deadline: deadline)
+        if now < deadline {
+            self.schedule(deadline)
             return
         }
         self.deadline = nil

@@ -243,6 +243,17 @@ final class TestClient {
         }
     }
 
+    /// Reads once and throws the bytes away: how many there were, 0 at EOF or on a reset.
+    func discardSome() throws -> Int {
+        if !self.buffer.isEmpty {
+            defer { self.buffer.removeAll() }
+            return self.buffer.count
+        }
+        guard try self.fill() else { return 0 }
+        defer { self.buffer.removeAll() }
+        return self.buffer.count
+    }
+
     /// Closes the sending side only: the server reads EOF and can still answer.
     func shutdownWrite() {
         shutdown(self.descriptor, Int32(SHUT_WR))
