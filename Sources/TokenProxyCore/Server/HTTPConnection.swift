@@ -14,9 +14,9 @@ public struct ConnectionSettings: Sendable {
     public var headerTimeout: Double
     /// How long an idle keep-alive connection is kept; also the body inactivity deadline.
     public var idleTimeout: Double
-    /// Bytes of response waiting for the client above which the connection stops reading and
-    /// reports itself not writable; it is writable again below a quarter of it. Tests make it
-    /// small to reach the buffer's edges with small answers.
+    /// Bytes of response waiting for the client above which the connection reports itself
+    /// not writable; it is writable again below a quarter of it. Tests make it small to reach
+    /// the buffer's edges with small answers.
     var outputHighMark = 256 * 1024
 
     /// Creates settings; the defaults are the SPEC's.
