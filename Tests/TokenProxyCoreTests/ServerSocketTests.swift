@@ -293,9 +293,7 @@ struct ServerSocketTests {
         let server = try TestHTTPServer(handler: handler)
         let rounds = 1000
         for round in 0..<rounds {
-            let client = try TestClient(port: server.port)
-            try client.send("GET /endless HTTP/1.1\r\nHost: a\r\n\r\n")
-            _ = try client.readHead()
+            let client = try EndlessAnswerHandler.client(of: server)
             usleep(UInt32(round % 50) * 10)
             client.closeNow()
         }
@@ -321,9 +319,7 @@ struct ServerSocketTests {
     @Test func aClientThatTakesNothingOfItsAnswerForTheIdleTimeIsDropped() throws {
         let handler = EndlessAnswerHandler()
         let server = try TestHTTPServer(settings: ConnectionSettings(idleTimeout: 0.5), handler: handler)
-        let client = try TestClient(port: server.port)
-        try client.send("GET /endless HTTP/1.1\r\nHost: a\r\n\r\n")
-        _ = try client.readHead()
+        let client = try EndlessAnswerHandler.client(of: server)
         // The client reads nothing more: once the socket is full, the answer stalls.
         #expect(eventually { handler.clientsGone == 1 })
     }
@@ -331,9 +327,7 @@ struct ServerSocketTests {
     @Test func aSlowClientThatKeepsTakingItsAnswerIsKept() throws {
         let handler = EndlessAnswerHandler()
         let server = try TestHTTPServer(settings: ConnectionSettings(idleTimeout: 1), handler: handler)
-        let client = try TestClient(port: server.port)
-        try client.send("GET /endless HTTP/1.1\r\nHost: a\r\n\r\n")
-        _ = try client.readHead()
+        let client = try EndlessAnswerHandler.client(of: server)
         // Much slower than the server can send, for well over two idle times: each read lets
         // the server write a little more, which is progress.
         let until = ContinuousClock.now + .milliseconds(2500)
@@ -504,6 +498,14 @@ final class EndlessAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
     private let gone = Mutex(0)
 
     var clientsGone: Int { self.gone.withLock { $0 } }
+
+    /// A client of `server` (over such a handler) that asked for the answer and read its head.
+    static func client(of server: TestHTTPServer) throws -> TestClient {
+        let client = try TestClient(port: server.port)
+        try client.send("GET /endless HTTP/1.1\r\nHost: a\r\n\r\n")
+        _ = try client.readHead()
+        return client
+    }
 
     func handle(_ exchange: HTTPExchange) {
         exchange.onClose = { [self] in self.gone.withLock { $0 += 1 } }
