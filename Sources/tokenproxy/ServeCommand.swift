@@ -45,10 +45,13 @@ struct ServeCommand: ParsableCommand {
         // One engine per processor by default; the count can be set for measurements.
         let engineCount =
             ProcessEnvironment.variables["TOKENPROXY_CURL_ENGINES"].flatMap { Int($0) } ?? CurlEngineKind.defaultCount
+        // Answers written by the engines in place, for measurements (docs/architecture.md).
+        let answersInPlace = ProcessEnvironment.variables["TOKENPROXY_ANSWERS_IN_PLACE"] == "1"
         let forwarder = CurlForwarder(
             configuration: configuration,
             engines: engineKind.make(count: min(engineCount, 64)),
             store: store,
+            answersInPlace: answersInPlace,
             logger: logger
         )
         let service = ProxyService(configuration: configuration, forwarder: forwarder, logger: logger)

@@ -17,6 +17,7 @@ final class ForwardingFixture {
         engine: (any CurlEngine)? = nil,
         engines: [any CurlEngine]? = nil,
         store: (any TokenStore)? = nil,
+        answersInPlace: Bool = ForwardingFixture.answersInPlace,
         logger: Logger = TestLogging.logger,
         upstream: FakeUpstream? = nil,
         wrap: (CurlForwarder) -> any RouteForwarder = { $0 }
@@ -39,6 +40,7 @@ final class ForwardingFixture {
                     configuration: configuration,
                     engines: engines ?? [engine ?? ForwardingFixture.engine],
                     store: store,
+                    answersInPlace: answersInPlace,
                     logger: logger
                 )
             ),
@@ -51,6 +53,10 @@ final class ForwardingFixture {
     static let engine: any CurlEngine =
         CurlEngineKind(rawValue: ProcessInfo.processInfo.environment["TOKENPROXY_CURL_ENGINE"] ?? "")?.make()
         ?? CurlPollEngine(name: "tokenproxy.test.curl")
+
+    /// Whether the fixtures' engines write answers in place unless a test says otherwise;
+    /// `TOKENPROXY_ANSWERS_IN_PLACE=1` runs the whole suite that way.
+    static let answersInPlace = ProcessInfo.processInfo.environment["TOKENPROXY_ANSWERS_IN_PLACE"] == "1"
 
     func client() throws -> TestClient {
         try self.proxy.client()
@@ -506,16 +512,16 @@ struct SeveralEnginesTests {
     }
 }
 
-/// The core forwarding behaviours through both engine designs, so the one not chosen by
-/// default keeps working.
+/// The core forwarding behaviours through every engine design, with answers through the
+/// connection's queue and written in place, so the paths not chosen by default keep working.
 struct EngineParityTests {
     private static let engines: [CurlEngineKind: any CurlEngine] = Dictionary(
         uniqueKeysWithValues: CurlEngineKind.allCases.map { ($0, $0.make()) }
     )
 
-    @Test(arguments: CurlEngineKind.allCases)
-    func forwardsStreamsAndAborts(kind: CurlEngineKind) throws {
-        let fixture = try ForwardingFixture(engine: Self.engines[kind])
+    @Test(arguments: CurlEngineKind.allCases, [false, true])
+    func forwardsStreamsAndAborts(kind: CurlEngineKind, answersInPlace: Bool) throws {
+        let fixture = try ForwardingFixture(engine: Self.engines[kind], answersInPlace: answersInPlace)
         let client = try fixture.client()
         let body = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         try client.send("POST /api/echo?k=v HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(body.count)\r\n\r\n")

@@ -10,6 +10,8 @@ public final class CurlForwarder: RouteForwarder {
     /// Fixed at start, like the listeners (a reload changes providers, not limits).
     private let limits: Limits
     private let bases = Mutex<[String: UpstreamURL.Base]>([:])
+    /// Whether engines write answers to idle client connections themselves.
+    private let answersInPlace: Bool
 
     /// Creates a forwarder over `engine` for `configuration`'s providers, keeping tokens in
     /// `store` (by default the configuration's `token_store`).
@@ -23,15 +25,20 @@ public final class CurlForwarder: RouteForwarder {
     }
 
     /// Creates a forwarder over several engines (at least one): each client connection is
-    /// served by one of them, the proxy's own requests by the first.
+    /// served by one of them, the proxy's own requests by the first. With `answersInPlace`,
+    /// an engine writes an answer to its client connection itself when the connection is
+    /// idle instead of handing it to the connection's queue (off by default;
+    /// `docs/architecture.md` has why).
     public init(
         configuration: ProxyConfiguration,
         engines: [any CurlEngine],
         store: (any TokenStore)? = nil,
+        answersInPlace: Bool = false,
         logger: Logger
     ) {
         precondition(!engines.isEmpty, "a forwarder needs an engine")
         self.engines = engines
+        self.answersInPlace = answersInPlace
         self.credentials = CredentialRegistry(
             configuration: configuration,
             fetcher: UpstreamFetcher(engine: engines[0]),
@@ -174,6 +181,7 @@ public final class CurlForwarder: RouteForwarder {
         let weakAttempt = QueueBound(WeakReference(attempt), context: exchange.context)
         let sink = ExchangeSink(
             exchange: bound,
+            inPlace: self.answersInPlace,
             interceptUnauthorized: { weakAttempt.value.object?.replayOnUnauthorized() ?? false },
             onSwallowedResponseEnd: { [self] in
                 // Runs in the exchange's context once the refused answer was drained.

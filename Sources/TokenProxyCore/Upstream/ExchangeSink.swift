@@ -1,6 +1,6 @@
 /// Relays a transfer's response to a client exchange: each delivery runs in the connection's
-/// context (one hop to its queue) with one flush, and a client that cannot keep up pauses
-/// the transfer.
+/// context (one hop to its queue, or in place when `inPlace` and the connection is idle) with
+/// one flush, and a client that cannot keep up pauses the transfer.
 struct ExchangeSink: CurlResponseSink {
     /// The client exchange, confined to its connection's context.
     let exchange: QueueBound<HTTPExchange>
@@ -11,16 +11,21 @@ struct ExchangeSink: CurlResponseSink {
     let onSwallowedResponseEnd: @Sendable () -> Void
     /// Called in the exchange's context when the transfer ended.
     let onComplete: @Sendable (CurlTransferOutcome) -> Void
+    /// Whether deliveries and body resumes run on the engine's thread when the connection is
+    /// idle, instead of always hopping to its queue (`docs/architecture.md`).
+    let inPlace: Bool
     /// What the copies of this sink share.
     private let state = SinkState()
 
     init(
         exchange: QueueBound<HTTPExchange>,
+        inPlace: Bool = false,
         interceptUnauthorized: @escaping @Sendable () -> Bool = { false },
         onSwallowedResponseEnd: @escaping @Sendable () -> Void = {},
         onComplete: @escaping @Sendable (CurlTransferOutcome) -> Void
     ) {
         self.exchange = exchange
+        self.inPlace = inPlace
         self.interceptUnauthorized = interceptUnauthorized
         self.onSwallowedResponseEnd = onSwallowedResponseEnd
         self.onComplete = onComplete
@@ -31,11 +36,7 @@ struct ExchangeSink: CurlResponseSink {
         let state = self.state
         let intercept = self.interceptUnauthorized
         let swallowedEnd = self.onSwallowedResponseEnd
-        // One hop to the connection's queue. Writing in place when the connection is idle
-        // (`executeHereIfIdle(for:)` with an `OrderedProducer` per sink) saves a thread
-        // wake-up per answer; it stays off while a fault seen only with it is unexplained
-        // (docs/architecture.md, "The upstream engine").
-        self.exchange.execute { exchange in
+        self.run { exchange in
             if state.swallowing || (delivery.head?.status == 401 && intercept()) {
                 state.swallowing = true
                 transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
@@ -81,7 +82,20 @@ struct ExchangeSink: CurlResponseSink {
     }
 
     func resumeRequestBody() {
-        self.exchange.execute { $0.resumeBody() }
+        self.run { $0.resumeBody() }
+    }
+
+    /// Runs `body` in the exchange's context: in place when allowed and the connection is idle,
+    /// otherwise through its queue. Deliveries and body resumes share one order, so an answer
+    /// run in place never overtakes a resume still waiting on the queue (it did: the answer
+    /// then ended the exchange before the connection had taken the end of the request body,
+    /// and the connection was closed instead of kept alive).
+    private func run(_ body: @escaping @Sendable (HTTPExchange) -> Void) {
+        if self.inPlace {
+            self.exchange.executeHereIfIdle(for: self.state.producer, body)
+        } else {
+            self.exchange.execute(body)
+        }
     }
 }
 
@@ -90,4 +104,6 @@ struct ExchangeSink: CurlResponseSink {
 final class SinkState: @unchecked Sendable {
     /// Whether this transfer's answer is being dropped.
     var swallowing = false
+    /// The order of this transfer's deliveries and resumes.
+    let producer = OrderedProducer()
 }
