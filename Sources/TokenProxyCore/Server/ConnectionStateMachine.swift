@@ -46,7 +46,8 @@ struct ConnectionStateMachine: Sendable {
 
     private var state: State = .awaitingHead(partial: false)
     private var draining = false
-    private var inputClosed = false
+    /// Whether the client closed its sending side (read returned 0).
+    private(set) var inputClosed = false
 
     /// Whether the connection is between exchanges with no byte of a next request received.
     var isIdle: Bool { self.state == .awaitingHead(partial: false) }

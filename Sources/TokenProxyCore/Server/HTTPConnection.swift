@@ -80,8 +80,6 @@ final class HTTPConnection {
     /// Whether `process()` is running, so a finished exchange need not start it again.
     private var processing = false
     private var lingering = false
-    /// Whether the client closed its sending side.
-    private var inputEnded = false
     private var closed = false
 
     init(
@@ -148,9 +146,8 @@ final class HTTPConnection {
             return
         }
         if count == 0 {
-            // EOF stays readable: reading stops for good, or its event would fire until
-            // the connection closes.
-            self.inputEnded = true
+            // EOF stays readable: reading stops for good (the lifecycle records the closed
+            // input), or its event would fire until the connection closes.
             self.perform(self.lifecycle.inputEnded())
             self.updateReadInterest()
             return
@@ -596,7 +593,8 @@ final class HTTPConnection {
         // write source's first registration can be lost, leaving the exchange waiting for
         // ever; docs/architecture.md). Input is still bounded by its mark, and nothing is
         // parsed until the current exchange ends.
-        var wanted = self.lingering || (!self.inputEnded && self.input.count - self.inputStart < Self.inputMark)
+        let inputRoom = self.input.count - self.inputStart < Self.inputMark
+        var wanted = self.lingering || (!self.lifecycle.inputClosed && inputRoom)
         if let exchange = self.current, exchange.bodyPaused, !self.requestBodyDone {
             wanted = self.lingering
         }

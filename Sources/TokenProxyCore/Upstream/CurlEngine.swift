@@ -93,10 +93,12 @@ enum CurlMulti {
         }
     }
 
-    /// Starts an engine's event thread, named `name` for the OS too.
+    /// Starts an engine's event thread, named `name` for the OS too (`top -H`,
+    /// `/proc/PID/task/TID/comm`, which keep at most 15 bytes of it): Foundation's
+    /// `Thread.name` does not reach the OS on Linux.
     static func startThread(named name: String, _ run: @escaping @Sendable () -> Void) -> Thread {
         let thread = Thread {
-            nameCurrentThread(name)
+            tp_name_current_thread(name)
             run()
         }
         thread.name = name
@@ -133,10 +135,4 @@ enum CurlMulti {
         transfer.complete(timedOut: timedOut)
         transfer.release()
     }
-}
-
-/// Names the calling thread for the OS (`top -H`, `/proc/PID/task/TID/comm`), which keeps at
-/// most 15 bytes of it; Foundation's `Thread.name` does not reach the OS on Linux.
-func nameCurrentThread(_ name: String) {
-    tp_name_current_thread(name)
 }
