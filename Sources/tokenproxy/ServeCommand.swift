@@ -134,19 +134,31 @@ enum LogFormat: String, ExpressibleByArgument, CaseIterable {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
-/// Installs the chosen log handler once, before any logger is made.
+/// Installs the chosen log handler once, before any logger is made. Lines go to standard
+/// error through a ``LogWriter``, so a reader that stops taking them never stalls the proxy;
+/// what is still queued when the process exits is written first (for at most 2 s).
 enum LogSetup {
     static func bootstrap(format: LogFormat, level: Logger.Level) {
+        let writer = LogWriter.standardError
         LoggingSystem.bootstrap { label in
             var handler: any LogHandler
             switch format {
             case .text:
-                handler = StreamLogHandler.standardError(label: label)
+                handler = StreamLogHandler(label: label, stream: LogWriterStream(writer))
             case .json:
-                handler = JSONLogHandler(label: label)
+                handler = JSONLogHandler(label: label, writer: writer)
             }
             handler.logLevel = level
             return handler
+        }
+        writer.reportDrops { count in
+            Logger(label: "tokenproxy").warning(
+                "log lines dropped: standard error was not taking them",
+                metadata: ["dropped": "\(count)"]
+            )
+        }
+        atexit {
+            LogWriter.standardError.flush(timeout: .seconds(2))
         }
     }
 }

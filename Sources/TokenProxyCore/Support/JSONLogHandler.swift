@@ -1,21 +1,21 @@
 import Foundation
 import Logging
-import Synchronization
 
-/// A swift-log handler writing one JSON object per line to standard error: `ts`, `level`,
-/// `msg`, the label as `logger`, and every metadata key at the top level.
+/// A swift-log handler writing one JSON object per line, through a ``LogWriter`` (standard
+/// error by default): `ts`, `level`, `msg`, the label as `logger`, and every metadata key at
+/// the top level.
 public struct JSONLogHandler: LogHandler {
-    private static let output = Mutex(())
-
     private let label: String
+    private let writer: LogWriter
     /// Metadata added to every message from this handler.
     public var metadata: Logger.Metadata = [:]
     /// The minimum level written.
     public var logLevel: Logger.Level = .info
 
-    /// Creates a handler for `label`.
-    public init(label: String) {
+    /// Creates a handler for `label` writing to `writer`.
+    public init(label: String, writer: LogWriter = .standardError) {
         self.label = label
+        self.writer = writer
     }
 
     /// Metadata by key.
@@ -34,9 +34,6 @@ public struct JSONLogHandler: LogHandler {
         object["level"] = event.level.rawValue
         object["msg"] = "\(event.message)"
         object["logger"] = self.label
-        let line = JSONOutput.encode(object)
-        Self.output.withLock { _ in
-            line.withUnsafeBytes { _ = write(STDERR_FILENO, $0.baseAddress, $0.count) }
-        }
+        self.writer.append(JSONOutput.encode(object))
     }
 }

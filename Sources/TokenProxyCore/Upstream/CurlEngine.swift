@@ -93,19 +93,6 @@ enum CurlMulti {
         }
     }
 
-    /// Starts an engine's event thread, named `name` for the OS too (`top -H`,
-    /// `/proc/PID/task/TID/comm`, which keep at most 15 bytes of it): Foundation's
-    /// `Thread.name` does not reach the OS on Linux.
-    static func startThread(named name: String, _ run: @escaping @Sendable () -> Void) -> Thread {
-        let thread = Thread {
-            tp_name_current_thread(name)
-            run()
-        }
-        thread.name = name
-        thread.start()
-        return thread
-    }
-
     /// Calls `finish` for every transfer libcurl finished, with its result recorded.
     static func collectFinished(_ multi: UnsafeMutableRawPointer, _ finish: (CurlTransfer) -> Void) {
         var remaining: Int32 = 0

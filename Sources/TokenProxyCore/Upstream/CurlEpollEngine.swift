@@ -97,7 +97,7 @@ public final class CurlEpollEngine: CurlEngine, @unchecked Sendable {
         _ = tp_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, userdata)
         _ = tp_multi_setopt_timer_callback(multi, epollTimerCallback)
         _ = tp_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, userdata)
-        self.thread = CurlMulti.startThread(named: name) { [self] in self.run() }
+        self.thread = NamedThread.start(named: name) { [self] in self.run() }
     }
 
     /// Starts `transfer`: at once on the calling thread when the engine is free, otherwise on

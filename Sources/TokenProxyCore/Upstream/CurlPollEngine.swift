@@ -43,7 +43,7 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
         guard let multi = curl_multi_init() else { preconditionFailure("curl_multi_init failed") }
         self.multi = multi
         _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 256)
-        self.thread = CurlMulti.startThread(named: name) { [self] in self.run() }
+        self.thread = NamedThread.start(named: name) { [self] in self.run() }
     }
 
     /// Starts `transfer`. Its callbacks run on the event thread from now on.

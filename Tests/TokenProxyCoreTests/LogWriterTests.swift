@@ -1,0 +1,176 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+@testable import TokenProxyCore
+
+/// A pipe whose read end the test drains when it chooses.
+private final class LogPipe: @unchecked Sendable {
+    let readEnd: Int32
+    let writeEnd: Int32
+
+    init(nonBlockingWrites: Bool = false) throws {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw CommandLineError(message: "pipe: \(errno)") }
+        self.readEnd = ends[0]
+        self.writeEnd = ends[1]
+        if nonBlockingWrites {
+            _ = fcntl(self.writeEnd, F_SETFL, fcntl(self.writeEnd, F_GETFL) | O_NONBLOCK)
+        }
+    }
+
+    deinit {
+        close(self.readEnd)
+        close(self.writeEnd)
+    }
+
+    /// Reads until `complete` holds for what arrived so far, the pipe ends, or nothing more
+    /// arrives for 10 seconds.
+    func read(until complete: (String) -> Bool) -> String {
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while !complete(String(decoding: data, as: UTF8.self)) {
+            var entry = pollfd(fd: self.readEnd, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 10_000) == 1 else { break }
+            let count = Glibc.read(self.readEnd, &buffer, buffer.count)
+            guard count > 0 else { break }
+            data += buffer[0..<count]
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// Drop reports, as the writer's thread makes them.
+private final class DropCounter: Sendable {
+    private let reports = Mutex<[Int]>([])
+
+    func add(_ count: Int) {
+        self.reports.withLock { $0.append(count) }
+    }
+
+    var total: Int {
+        self.reports.withLock { $0.reduce(0, +) }
+    }
+}
+
+/// Appends `count` numbered lines from a thread of the test's own, and tells whether they
+/// were all appended within a generous limit (the appends never wait for the reader).
+private func appendOnAThread(_ writer: LogWriter, count: Int, width: Int) -> Bool {
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        for number in 0..<count {
+            let text = String(number)
+            writer.append(Array((String(repeating: "0", count: width - text.count) + text + "\n").utf8))
+        }
+        done.signal()
+    }
+    thread.start()
+    return done.wait(timeout: .now() + 30) == .success
+}
+
+@Suite struct LogWriterTests {
+    @Test func linesFromManyThreadsArriveWholeAndEachThreadsInOrder() throws {
+        let pipe = try LogPipe()
+        let writer = LogWriter(descriptor: pipe.writeEnd)
+        let threads = 8
+        let perThread = 500
+        let expected = threads * perThread
+        let reader = Mutex("")
+        let readerDone = DispatchSemaphore(value: 0)
+        // Read while the lines are written: 4,000 lines are more than a pipe holds.
+        Thread {
+            let text = pipe.read { $0.utf8.count(where: { $0 == UInt8(ascii: "\n") }) >= expected }
+            reader.withLock { $0 = text }
+            readerDone.signal()
+        }.start()
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for number in 0..<perThread {
+                writer.append(Array("thread \(thread) line \(number) \(String(repeating: "x", count: 40))\n".utf8))
+            }
+        }
+        #expect(writer.flush(timeout: .seconds(30)))
+        #expect(readerDone.wait(timeout: .now() + 30) == .success)
+
+        var next = [Int](repeating: 0, count: threads)
+        let lines = reader.withLock { $0 }.split(separator: "\n")
+        #expect(lines.count == expected)
+        for line in lines {
+            let fields = line.split(separator: " ")
+            guard fields.count == 5, let thread = Int(fields[1]), let number = Int(fields[3]) else {
+                Issue.record("a broken line: \(line)")
+                return
+            }
+            #expect(number == next[thread], "thread \(thread)'s lines out of order")
+            #expect(fields[4].count == 40)
+            next[thread] = number + 1
+        }
+        #expect(next == [Int](repeating: perThread, count: threads))
+    }
+
+    @Test func aReaderThatStopsNeverStallsTheLoggersAndTheDropsAreReported() throws {
+        let pipe = try LogPipe()
+        let writer = LogWriter(descriptor: pipe.writeEnd, limit: 64 * 1024)
+        let drops = DropCounter()
+        writer.reportDrops { count in
+            drops.add(count)
+            writer.append(Array("dropped \(count)\n".utf8))
+        }
+        // 2 MB of lines into a pipe nobody reads (it holds 64 KiB) and a 64 KiB buffer: a
+        // writing logger would block in the first few hundred lines.
+        let lines = 20_000
+        #expect(appendOnAThread(writer, count: lines, width: 99))
+
+        // Now read: every line either arrives or is counted in a report that arrives.
+        let text = pipe.read { text in
+            let (arrived, dropped) = Self.tally(text)
+            return arrived.count + dropped >= lines
+        }
+        #expect(writer.flush(timeout: .seconds(30)))
+        let (arrived, dropped) = Self.tally(text)
+        #expect(dropped > 0)
+        #expect(dropped == drops.total)
+        #expect(arrived.count + dropped == lines)
+        #expect(arrived.elementsEqual(arrived.sorted()), "lines out of order")
+        // The lines before the stall are there, from the first one on.
+        #expect(arrived.first == 0)
+    }
+
+    /// The numbered lines in `text` and the sum of its drop reports, over whole lines.
+    private static func tally(_ text: String) -> (arrived: [Int], dropped: Int) {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: true).dropLast(text.hasSuffix("\n") ? 0 : 1)
+        let dropped = lines.filter { $0.hasPrefix("dropped ") }.compactMap { Int($0.dropFirst(8)) }.reduce(0, +)
+        return (lines.compactMap { Int($0) }, dropped)
+    }
+
+    @Test func aNonBlockingDescriptorLosesNothing() throws {
+        // A descriptor made non-blocking by someone else refuses bytes with EAGAIN while the
+        // pipe is full; the writer waits for it instead of discarding them.
+        let pipe = try LogPipe(nonBlockingWrites: true)
+        let writer = LogWriter(descriptor: pipe.writeEnd, limit: 4 << 20)
+        let lines = 20_000
+        #expect(appendOnAThread(writer, count: lines, width: 99))
+        let text = pipe.read { $0.utf8.count(where: { $0 == UInt8(ascii: "\n") }) >= lines }
+        #expect(writer.flush(timeout: .seconds(30)))
+        let numbers = text.split(separator: "\n").compactMap { Int($0) }
+        #expect(numbers.count == lines)
+        #expect(numbers.elementsEqual(0..<lines), "lines lost or out of order")
+    }
+
+    @Test func jsonLinesCarryTheEventAndItsMetadata() throws {
+        let pipe = try LogPipe()
+        var handler = JSONLogHandler(label: "tokenproxy", writer: LogWriter(descriptor: pipe.writeEnd))
+        handler.metadata["route"] = "api"
+        let logger = Logger(label: "tokenproxy") { _ in handler }
+        logger.info("request", metadata: ["status": "200", "path": "/v1/x\"y"])
+        let text = pipe.read { $0.hasSuffix("\n") }
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String])
+        #expect(object["msg"] == "request")
+        #expect(object["level"] == "info")
+        #expect(object["logger"] == "tokenproxy")
+        #expect(object["route"] == "api")
+        #expect(object["status"] == "200")
+        #expect(object["path"] == "/v1/x\"y")
+        #expect(object["ts"] != nil)
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import TokenProxyCore
+
+/// `tokenproxy serve` as a process of its own: its log lines on standard error while it runs
+/// and when it exits.
+@Suite struct ServeProcessTests {
+    /// Standard error of a running process, collected on a thread as it arrives.
+    private final class ErrorStream: Sendable {
+        private let text = Mutex("")
+
+        init(_ pipe: Pipe) {
+            let handle = pipe.fileHandleForReading
+            Thread { [self] in
+                while true {
+                    let data = handle.availableData
+                    guard !data.isEmpty else { return }
+                    self.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
+                }
+            }.start()
+        }
+
+        /// The JSON log lines so far.
+        var lines: [[String: String]] {
+            self.text.withLock { $0 }.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String]
+            }
+        }
+
+        func line(_ message: String) -> [String: String]? {
+            self.lines.first { $0["msg"] == message }
+        }
+
+        var raw: String { self.text.withLock { $0 } }
+    }
+
+    @Test func accessLinesArriveWhileItRunsAndTheLastLinesBeforeItExits() throws {
+        let upstream = try FakeUpstream()
+        let directory = try ScriptDirectory()
+        let config = directory.path("proxy.json")
+        try """
+        {"listen": "127.0.0.1:0", "token_store": "memory",
+         "providers": {"api": {"grant": "static", "token": {"env": "TP_SERVE_TOKEN"}}},
+         "routes": [{"path_prefix": "/api", "upstream": "http://127.0.0.1:\(upstream.port)", "provider": "api",
+                     "allow_insecure_upstream": true}]}
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.binary)
+        process.arguments = ["serve", "--config", config, "--log-format", "json"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["TP_SERVE_TOKEN": "serve-s3cret"]) { $1 }
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let errors = ErrorStream(stderr)
+        defer {
+            if process.isRunning {
+                process.terminate()
+            }
+        }
+
+        let listening = try #require(eventually { errors.line("listening") }, "\(errors.raw)")
+        let port = try #require(listening["listen"].flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) })
+        let client = try TestClient(port: port)
+        let response = try client.get("/api/status/204")
+        #expect(response.status == 204)
+        #expect(upstream.requests.first?.headers.first("Authorization") == "Bearer serve-s3cret")
+
+        // The access line comes while the process goes on serving.
+        let access = try #require(eventually { errors.line("request") }, "\(errors.raw)")
+        #expect(access["status"] == "204")
+        #expect(access["path"] == "/api/status/204")
+
+        // SIGTERM: the line logged on the way out is written before the process ends.
+        process.interrupt()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(eventually { errors.line("shutting down") != nil }, "\(errors.raw)")
+        #expect(!errors.raw.contains("serve-s3cret"))
+    }
+}
