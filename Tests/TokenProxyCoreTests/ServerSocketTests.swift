@@ -283,6 +283,21 @@ struct ServerSocketTests {
         #expect(try client.readResponse().body.count == 4096)
     }
 
+    @Test func aPipelinedRequestIsHandledOnTheQueueAfterAnAnswerWrittenInPlace() throws {
+        // An upstream engine writes an answer in place, holding the connection's gate from
+        // its own thread. The next request, already buffered, must not be parsed and routed
+        // there: that would run a handler on the engine's thread while its other transfers
+        // wait.
+        let handler = InPlaceAnswerHandler()
+        let server = try TestHTTPServer(handler: handler)
+        let client = try TestClient(port: server.port)
+        try client.send("GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        #expect(try client.readResponse().status == 200)
+        #expect(eventually { handler.answeredInPlace == 2 })
+        #expect(handler.handledInPlace == [false, false])
+    }
+
     @Test func everyClientThatLeavesMidResponseIsNoticed() throws {
         // Each client asks for an endless answer and resets the connection after a varying
         // pause, so the reset lands at different points of the server's first fill of the
@@ -492,6 +507,34 @@ struct LaterAnswerHandler: HTTPExchangeHandler {
         QueueBound(exchange, context: exchange.context).execute { exchange in
             exchange.respond(HTTPResponse(status: 200, body: [UInt8](repeating: UInt8(ascii: "a"), count: size)))
         }
+    }
+}
+
+/// Answers every request from a thread of its own holding the connection's gate there, as
+/// an upstream engine writing in place does, and records whether each request's handler ran
+/// in place.
+final class InPlaceAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
+    private let handled = Mutex<[Bool]>([])
+    private let inPlace = Mutex(0)
+
+    var handledInPlace: [Bool] { self.handled.withLock { $0 } }
+    var answeredInPlace: Int { self.inPlace.withLock { $0 } }
+
+    func handle(_ exchange: HTTPExchange) {
+        let handledInPlace = exchange.context.isHeldInPlace
+        self.handled.withLock { $0.append(handledInPlace) }
+        let bound = QueueBound(exchange, context: exchange.context)
+        Thread { [self] in
+            // The gate is free once the handler's caller lets go of it.
+            let answered = eventually {
+                bound.context.runIfIdle {
+                    bound.value.respond(HTTPResponse(status: 200, body: Array("ok".utf8)))
+                }
+            }
+            if answered {
+                self.inPlace.withLock { $0 += 1 }
+            }
+        }.start()
     }
 }
 

@@ -182,6 +182,7 @@ final class HTTPConnection {
 
     /// Runs the parser over buffered input for as long as there is someone to take the result.
     private func process() {
+        guard !self.closed else { return }
         self.processing = true
         defer { self.processing = false }
         while !self.closed, self.inputStart < self.input.count || self.parser.isAtEndOfMessage {
@@ -525,9 +526,15 @@ final class HTTPConnection {
                 self.inputStart = 0
             }
             // Inside `process()` its loop picks up the next request; otherwise (the answer came
-            // from another thread's hop) parse now, since nothing else would.
+            // from another thread's hop) parse now, since nothing else would. An answer written
+            // in place by an upstream engine leaves the next request to the queue, so that the
+            // engine's thread only writes and its other transfers never wait for a handler.
             if !self.processing, self.inputStart < self.input.count {
-                self.process()
+                if self.context.isHeldInPlace {
+                    QueueBound(self, context: self.context).execute { $0.process() }
+                } else {
+                    self.process()
+                }
             }
         case .respondTimeoutAndClose:
             self.respondToBrokenRequest(ProxyError(.requestTimeout, "the request did not arrive in time"))

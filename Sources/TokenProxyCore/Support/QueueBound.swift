@@ -27,6 +27,9 @@ public final class SerialContext: @unchecked Sendable {
     private let gate: UnsafeMutablePointer<pthread_mutex_t>
     /// The thread holding the gate, or 0.
     private let owner = Atomic<UInt>(0)
+    /// Whether the holder took the gate through ``runIfIdle(_:)`` (in place, on a thread that
+    /// is not the queue's); only touched by the holder.
+    private var inPlace = false
 
     /// Creates a context over `queue`, which must be serial.
     public init(queue: DispatchQueue) {
@@ -66,8 +69,20 @@ public final class SerialContext: @unchecked Sendable {
     /// another thread (or this one) holds it.
     func runIfIdle(_ body: () -> Void) -> Bool {
         guard pthread_mutex_trylock(self.gate) == 0 else { return false }
-        self.hold(UInt(pthread_self()), body)
+        self.inPlace = true
+        self.hold(UInt(pthread_self())) {
+            body()
+            self.inPlace = false
+        }
         return true
+    }
+
+    /// Whether the caller, which must hold the gate, runs in place on another thread
+    /// (``runIfIdle(_:)``) rather than on the queue: work that may take long (parsing and
+    /// routing the next request) is then handed to the queue.
+    var isHeldInPlace: Bool {
+        precondition(self.isCurrent)
+        return self.inPlace
     }
 
     /// Runs `body` with the gate just taken by `thread`, then releases it.
