@@ -3,7 +3,8 @@
 # and prints a table: requests/s and latency at 1 and 64 connections, an 8 MiB download,
 # and tokenproxy's memory, with the tokenproxy/nginx ratios. tokenproxy runs three times, once
 # per upstream engine design (`poll`, the default, `epoll` and `dispatch`), so all are measured,
-# and once more as `poll` with answers written in place (TOKENPROXY_ANSWERS_IN_PLACE=1).
+# and once more as `poll` with every answer sent through the connection's queue instead of
+# written in place (TOKENPROXY_ANSWERS_IN_PLACE=0).
 #
 #   bench/run.sh                 # 10 s per measurement
 #   DURATION=30 bench/run.sh     # longer runs
@@ -17,7 +18,7 @@ NGINX_PROXY_PORT=${NGINX_PROXY_PORT:-18080}
 TOKENPROXY_PORT=${TOKENPROXY_PORT:-18081}
 TOKENPROXY_DISPATCH_PORT=${TOKENPROXY_DISPATCH_PORT:-18082}
 TOKENPROXY_EPOLL_PORT=${TOKENPROXY_EPOLL_PORT:-18083}
-TOKENPROXY_INPLACE_PORT=${TOKENPROXY_INPLACE_PORT:-18084}
+TOKENPROXY_QUEUE_PORT=${TOKENPROXY_QUEUE_PORT:-18084}
 
 need=()
 # The build needs libcurl's headers (as in .ci/run); the measurements need wrk, nginx, openssl.
@@ -134,7 +135,7 @@ CONF
 sed "s/TOKENPROXY_LISTEN_PORT/$TOKENPROXY_PORT/" "$work/proxy.json" > "$work/proxy-poll.json"
 sed "s/TOKENPROXY_LISTEN_PORT/$TOKENPROXY_DISPATCH_PORT/" "$work/proxy.json" > "$work/proxy-dispatch.json"
 sed "s/TOKENPROXY_LISTEN_PORT/$TOKENPROXY_EPOLL_PORT/" "$work/proxy.json" > "$work/proxy-epoll.json"
-sed "s/TOKENPROXY_LISTEN_PORT/$TOKENPROXY_INPLACE_PORT/" "$work/proxy.json" > "$work/proxy-inplace.json"
+sed "s/TOKENPROXY_LISTEN_PORT/$TOKENPROXY_QUEUE_PORT/" "$work/proxy.json" > "$work/proxy-queue.json"
 BENCH_TOKEN=bench-token TOKENPROXY_CURL_ENGINE=poll "$TOKENPROXY" serve --config "$work/proxy-poll.json" \
     --log-level warning & pids+=($!)
 tokenproxy_pid=$!
@@ -142,11 +143,11 @@ BENCH_TOKEN=bench-token TOKENPROXY_CURL_ENGINE=dispatch "$TOKENPROXY" serve --co
     --log-level warning & pids+=($!)
 BENCH_TOKEN=bench-token TOKENPROXY_CURL_ENGINE=epoll "$TOKENPROXY" serve --config "$work/proxy-epoll.json" \
     --log-level warning & pids+=($!)
-BENCH_TOKEN=bench-token TOKENPROXY_CURL_ENGINE=poll TOKENPROXY_ANSWERS_IN_PLACE=1 "$TOKENPROXY" serve \
-    --config "$work/proxy-inplace.json" --log-level warning & pids+=($!)
+BENCH_TOKEN=bench-token TOKENPROXY_CURL_ENGINE=poll TOKENPROXY_ANSWERS_IN_PLACE=0 "$TOKENPROXY" serve \
+    --config "$work/proxy-queue.json" --log-level warning & pids+=($!)
 
 for port in "$UPSTREAM_PORT" "$NGINX_PROXY_PORT" "$TOKENPROXY_PORT" "$TOKENPROXY_DISPATCH_PORT" "$TOKENPROXY_EPOLL_PORT" \
-    "$TOKENPROXY_INPLACE_PORT"; do
+    "$TOKENPROXY_QUEUE_PORT"; do
     for _ in $(seq 100); do
         (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
         sleep 0.1
@@ -171,12 +172,12 @@ measure() { # name url connections threads
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$3" "$rps" "$p50" "$p99" "$transfer" >> "$results"
 }
 
-for target in direct nginx tokenproxy tp-inplace tp-epoll tp-dispatch; do
+for target in direct nginx tokenproxy tp-queue tp-epoll tp-dispatch; do
     case $target in
         direct) base="https://127.0.0.1:$UPSTREAM_PORT" ;;
         nginx) base="http://127.0.0.1:$NGINX_PROXY_PORT" ;;
         tokenproxy) base="http://127.0.0.1:$TOKENPROXY_PORT" ;;
-        tp-inplace) base="http://127.0.0.1:$TOKENPROXY_INPLACE_PORT" ;;
+        tp-queue) base="http://127.0.0.1:$TOKENPROXY_QUEUE_PORT" ;;
         tp-epoll) base="http://127.0.0.1:$TOKENPROXY_EPOLL_PORT" ;;
         tp-dispatch) base="http://127.0.0.1:$TOKENPROXY_DISPATCH_PORT" ;;
     esac
@@ -211,10 +212,10 @@ for line in open(sys.argv[1]):
 print(f"duration per measurement: {sys.argv[4]} s; tokenproxy RSS idle {int(sys.argv[2]) / 1024:.1f} MiB, "
       f"after load {int(sys.argv[3]) / 1024:.1f} MiB")
 print()
-print("tokenproxy = the default engine (poll); tp-inplace = poll with answers written in place; "
+print("tokenproxy = the default engine (poll); tp-queue = poll with answers through the connection's queue; "
       "tp-epoll = the epoll engine; tp-dispatch = the DispatchSource engine")
 print(f"{'target':<12}{'test':<14}{'req/s':>12}{'p50':>12}{'p99':>12}{'MB/s':>10}")
-for target in ("direct", "nginx", "tokenproxy", "tp-inplace", "tp-epoll", "tp-dispatch"):
+for target in ("direct", "nginx", "tokenproxy", "tp-queue", "tp-epoll", "tp-dispatch"):
     for test, key in (("1k c=1", (f"{target} 1k", 1)), ("1k c=64", (f"{target} 1k", 64)), ("8MiB c=1", (f"{target} 8m", 1))):
         rps, p50, p99, mbs = rows[key]
         print(f"{target:<12}{test:<14}{rps:>12.0f}{p50 * 1e3:>10.3f}ms{p99 * 1e3:>10.3f}ms{mbs:>10.1f}")
@@ -229,7 +230,7 @@ print(f"tokenproxy RSS idle: {int(sys.argv[2]) / 1024:.2f} MiB ({sys.argv[2]} Ki
 dp, ep, ep1 = rows[("tp-dispatch 1k", 64)], rows[("tp-epoll 1k", 64)], rows[("tp-epoll 1k", 1)]
 print(f"engines, 1k c=64 requests/s: poll {t[0]:.0f}, epoll {ep[0]:.0f}, dispatch {dp[0]:.0f}; "
       f"added p50 at c=1: poll {(t1[1] - d1[1]) * 1e3:.3f} ms, epoll {(ep1[1] - d1[1]) * 1e3:.3f} ms")
-ip, ip1 = rows[("tp-inplace 1k", 64)], rows[("tp-inplace 1k", 1)]
-print(f"answers in place (poll), 1k c=64 requests/s: {ip[0]:.0f} against {t[0]:.0f}; "
-      f"added p50 at c=1: {(ip1[1] - d1[1]) * 1e3:.3f} ms against {(t1[1] - d1[1]) * 1e3:.3f} ms")
+qu, qu1 = rows[("tp-queue 1k", 64)], rows[("tp-queue 1k", 1)]
+print(f"answers in place (poll), 1k c=64 requests/s: {t[0]:.0f} against {qu[0]:.0f} through the queue; "
+      f"added p50 at c=1: {(t1[1] - d1[1]) * 1e3:.3f} ms against {(qu1[1] - d1[1]) * 1e3:.3f} ms")
 PY

@@ -45,8 +45,9 @@ struct ServeCommand: ParsableCommand {
         // One engine per processor by default; the count can be set for measurements.
         let engineCount =
             ProcessEnvironment.variables["TOKENPROXY_CURL_ENGINES"].flatMap { Int($0) } ?? CurlEngineKind.defaultCount
-        // Answers written by the engines in place, for measurements (docs/architecture.md).
-        let answersInPlace = ProcessEnvironment.variables["TOKENPROXY_ANSWERS_IN_PLACE"] == "1"
+        // Answers are written by the engines in place; `0` sends each through the connection's
+        // queue instead, for measurements (docs/architecture.md).
+        let answersInPlace = ProcessEnvironment.variables["TOKENPROXY_ANSWERS_IN_PLACE"] != "0"
         let forwarder = CurlForwarder(
             configuration: configuration,
             engines: engineKind.make(count: min(engineCount, 64)),

@@ -54,9 +54,9 @@ final class ForwardingFixture {
         CurlEngineKind(rawValue: ProcessInfo.processInfo.environment["TOKENPROXY_CURL_ENGINE"] ?? "")?.make()
         ?? CurlPollEngine(name: "tokenproxy.test.curl")
 
-    /// Whether the fixtures' engines write answers in place unless a test says otherwise;
-    /// `TOKENPROXY_ANSWERS_IN_PLACE=1` runs the whole suite that way.
-    static let answersInPlace = ProcessInfo.processInfo.environment["TOKENPROXY_ANSWERS_IN_PLACE"] == "1"
+    /// Whether the fixtures' engines write answers in place unless a test says otherwise, as
+    /// `serve` does; `TOKENPROXY_ANSWERS_IN_PLACE=0` runs the whole suite through the queue.
+    static let answersInPlace = ProcessInfo.processInfo.environment["TOKENPROXY_ANSWERS_IN_PLACE"] != "0"
 
     func client() throws -> TestClient {
         try self.proxy.client()

@@ -25,15 +25,15 @@ public final class CurlForwarder: RouteForwarder {
     }
 
     /// Creates a forwarder over several engines (at least one): each client connection is
-    /// served by one of them, the proxy's own requests by the first. With `answersInPlace`,
-    /// an engine writes an answer to its client connection itself when the connection is
-    /// idle instead of handing it to the connection's queue (off by default;
-    /// `docs/architecture.md` has why).
+    /// served by one of them, the proxy's own requests by the first. With `answersInPlace`
+    /// (the default), an engine writes an answer to its client connection itself when the
+    /// connection is idle instead of handing it to the connection's queue
+    /// (`docs/architecture.md`).
     public init(
         configuration: ProxyConfiguration,
         engines: [any CurlEngine],
         store: (any TokenStore)? = nil,
-        answersInPlace: Bool = false,
+        answersInPlace: Bool = true,
         logger: Logger
     ) {
         precondition(!engines.isEmpty, "a forwarder needs an engine")
