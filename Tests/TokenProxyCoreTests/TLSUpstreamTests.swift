@@ -100,4 +100,25 @@ struct TLSUpstreamTests {
         #expect(refused.status == 400)
         #expect(refused.header("X-Tokenproxy-Error") == nil)
     }
+
+    @Test func aRequestHeadLargerThanTheUploadBufferGoesOutWhole() throws {
+        // Over TLS with HTTP/1.1, libcurl sends the request head through its upload buffer,
+        // which is 16 KiB for requests without a body: a 21 KB head takes more than one piece.
+        let nginx = try NginxFixture()
+        let proxy = try self.proxy(
+            nginx,
+            routes:
+                #"{"path_prefix": "/h1", "upstream": "https://127.0.0.1:\#(nginx.http1Port)", "provider": "svc", "ca_file": "\#(nginx.caFile)"}"#
+        )
+        let pads = ["a", "b", "c"].map { String(repeating: $0, count: 7000) }
+        let client = try proxy.client()
+        try client.send(
+            "GET /h1/pad HTTP/1.1\r\nHost: localhost\r\n"
+                + pads.enumerated().map { "X-Pad-\($0.offset + 1): \($0.element)\r\n" }.joined() + "\r\n"
+        )
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.header("X-Seen-Protocol") == "HTTP/1.1")
+        #expect(response.bodyText == pads.joined())
+    }
 }

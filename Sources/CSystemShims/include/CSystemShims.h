@@ -6,4 +6,12 @@
 /// accept4(2) is a GNU extension that Glibc's Swift module does not export.
 int tp_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
 
+/// The size of the buffer `tp_thread_read_buffer` returns.
+#define TP_THREAD_READ_BUFFER_SIZE 65536
+
+/// A buffer of the calling thread's own, for reading from a socket before the bytes are
+/// appended where they belong. It comes with the thread, so a read needs no allocation (a
+/// 64 KiB `malloc` and `free` per read also made glibc consolidate its free lists each time).
+unsigned char *tp_thread_read_buffer(void);
+
 #endif

@@ -42,7 +42,6 @@ public struct ConnectionSettings: Sendable {
 /// is over its mark. A descriptor is closed only after both DispatchSources' cancel handlers
 /// have run.
 final class HTTPConnection {
-    private static let readSize = 65536
     private static let inputMark = 65536
     private static let lingerSeconds = 2.0
 
@@ -161,23 +160,16 @@ final class HTTPConnection {
 
     /// Reads once into the input buffer: the byte count, 0 at EOF, -1 when nothing was read.
     private func readIntoInput() -> Int {
-        // A temporary buffer (no zero-filling), appended with one copy.
-        let result = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.readSize) { scratch -> Int in
-            let outcome: IOResult<Int>
-            do {
-                outcome = try syscall("read") { Glibc.read(self.descriptor, scratch.baseAddress, scratch.count) }
-            } catch {
-                return -2
+        do {
+            return try Socket.readThroughThreadBuffer(self.descriptor) { outcome in
+                guard case .processed(let bytes) = outcome else { return -1 }
+                self.input.append(contentsOf: bytes)
+                return bytes.count
             }
-            guard case .processed(let count) = outcome else { return -1 }
-            self.input.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[0..<count]))
-            return count
-        }
-        if result == -2 {
+        } catch {
             self.perform(self.lifecycle.failed())
             return -1
         }
-        return result
     }
 
     /// Runs the parser over buffered input for as long as there is someone to take the result.

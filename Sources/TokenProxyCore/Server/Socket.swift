@@ -17,6 +17,23 @@ enum Socket {
         var address: ListenAddress
     }
 
+    /// Reads once from `descriptor` into the calling thread's own 64 KiB buffer and hands
+    /// `body` what was read: no allocation and no zero-filling per read. `body` must be done
+    /// with the bytes when it returns (the next read on this thread reuses the buffer).
+    static func readThroughThreadBuffer<Result>(
+        _ descriptor: Int32,
+        _ body: (IOResult<UnsafeBufferPointer<UInt8>>) -> Result
+    ) throws(SystemError) -> Result {
+        let buffer = tp_thread_read_buffer()
+        let outcome = try syscall("read") { Glibc.read(descriptor, buffer, Int(TP_THREAD_READ_BUFFER_SIZE)) }
+        switch outcome {
+        case .processed(let count):
+            return body(.processed(UnsafeBufferPointer(start: buffer, count: count)))
+        case .wouldBlock:
+            return body(.wouldBlock)
+        }
+    }
+
     /// Creates a listening socket on `address`. A unix socket is created with mode 0600 and
     /// a stale socket file at its path is replaced; any other file there is an error.
     static func listen(on address: ListenAddress, backlog: Int32 = 511) throws(SystemError) -> Bound {

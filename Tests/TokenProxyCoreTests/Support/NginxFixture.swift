@@ -14,6 +14,8 @@ final class NginxFixture {
     let tlsPort: UInt16
     let mutualTLSPort: UInt16
     let wrongNamePort: UInt16
+    /// TLS with HTTP/1.1 only, answering with the values of `X-Pad-1` to `X-Pad-3` joined.
+    let http1Port: UInt16
     private let process: Process
 
     var caFile: String { self.file("ca.pem") }
@@ -43,6 +45,7 @@ final class NginxFixture {
         self.tlsPort = try Self.freePort()
         self.mutualTLSPort = try Self.freePort()
         self.wrongNamePort = try Self.freePort()
+        self.http1Port = try Self.freePort()
         let directory = self.directory.path
         let config = """
             \(getuid() == 0 ? "user root;" : "")
@@ -80,6 +83,16 @@ final class NginxFixture {
                 ssl_certificate \(directory)/wrong.pem;
                 ssl_certificate_key \(directory)/wrong.key;
                 location / { return 200 "wrong name\\n"; }
+              }
+              server {
+                listen 127.0.0.1:\(self.http1Port) ssl;
+                ssl_certificate \(directory)/server.pem;
+                ssl_certificate_key \(directory)/server.key;
+                large_client_header_buffers 8 16k;
+                location / {
+                  add_header X-Seen-Protocol $server_protocol always;
+                  return 200 "$http_x_pad_1$http_x_pad_2$http_x_pad_3";
+                }
               }
             }
             """
