@@ -145,7 +145,7 @@ enum LogSetup {
             var handler: any LogHandler
             switch format {
             case .text:
-                handler = StreamLogHandler(label: label, stream: LogWriterStream(writer))
+                handler = TextLogHandler(label: label, writer: writer)
             case .json:
                 handler = JSONLogHandler(label: label, writer: writer)
             }

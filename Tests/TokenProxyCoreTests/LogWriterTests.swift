@@ -173,4 +173,36 @@ private func appendOnAThread(_ writer: LogWriter, count: Int, width: Int) -> Boo
         #expect(object["path"] == "/v1/x\"y")
         #expect(object["ts"] != nil)
     }
+
+    @Test func textLinesAreSwiftLogsStreamLinesThroughTheWriter() throws {
+        // The same events through swift-log's own StreamLogHandler and through TextLogHandler
+        // give the same lines, but for the time, which is checked for its form.
+        final class Capture: TextOutputStream, @unchecked Sendable {
+            var text = ""
+            func write(_ string: String) { self.text += string }
+        }
+        let capture = Capture()
+        let pipe = try LogPipe()
+        var text = TextLogHandler(label: "tokenproxy.test", writer: LogWriter(descriptor: pipe.writeEnd))
+        text.metadata["route"] = "api"
+        var stream = StreamLogHandler(label: "tokenproxy.test", stream: capture, metadataProvider: nil)
+        stream.metadata["route"] = "api"
+        for handler in [text, stream] as [any LogHandler] {
+            let logger = Logger(label: "tokenproxy.test") { _ in handler }
+            logger.info("request", metadata: ["status": "200", "path": "/v1/x", "route": "other"])
+            logger.warning("no metadata of its own")
+            logger.error("with \"quotes\" and = signs", metadata: ["b": "2", "a": "1"])
+        }
+        let ours = pipe.read { $0.split(separator: "\n").count >= 3 }.split(separator: "\n")
+        let theirs = capture.text.split(separator: "\n")
+        #expect(ours.count == 3)
+        #expect(ours.map { $0.drop { $0 != " " } } == theirs.map { $0.drop { $0 != " " } })
+        for line in ours {
+            let time = String(line.prefix { $0 != " " })
+            // 2026-11-23T14:18:02+0000
+            #expect(time.count == 24, "\(time)")
+            #expect(time.dropFirst(10).first == "T")
+            #expect(time.dropFirst(19).first == "+" || time.dropFirst(19).first == "-")
+        }
+    }
 }

@@ -25,6 +25,9 @@ public final class LogWriter: @unchecked Sendable {
     /// as much again while it writes, so this also bounds the memory a stalled reader costs.
     public static let defaultLimit = 1 << 20
 
+    /// How long the writer lets lines gather after a write before it looks again.
+    private static let gatherMicroseconds: UInt32 = 1000
+
     private let descriptor: Int32
     private let limit: Int
     private let condition = NSCondition()
@@ -107,6 +110,11 @@ public final class LogWriter: @unchecked Sendable {
             self.condition.lock()
             self.writing = false
             self.condition.broadcast()
+            self.condition.unlock()
+            // Let lines gather for a moment: under load that is one wake-up and one `write`
+            // for many lines instead of one each; a line waits at most this long.
+            usleep(Self.gatherMicroseconds)
+            self.condition.lock()
         }
     }
 
@@ -132,22 +140,5 @@ public final class LogWriter: @unchecked Sendable {
                 }
             }
         }
-    }
-}
-
-/// A text stream into a ``LogWriter``, for swift-log's `StreamLogHandler`, which writes each
-/// event with one call.
-public struct LogWriterStream: TextOutputStream, Sendable {
-    private let writer: LogWriter
-
-    /// A stream appending to `writer`.
-    public init(_ writer: LogWriter) {
-        self.writer = writer
-    }
-
-    /// Queues `string`, one whole log line.
-    public mutating func write(_ string: String) {
-        var string = string
-        string.withUTF8 { self.writer.append($0) }
     }
 }
