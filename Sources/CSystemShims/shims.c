@@ -1,11 +1,29 @@
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include "CSystemShims.h"
 
-static __thread unsigned char thread_read_buffer[TP_THREAD_READ_BUFFER_SIZE];
+static pthread_key_t read_buffer_key;
+static pthread_once_t read_buffer_once = PTHREAD_ONCE_INIT;
+static __thread unsigned char *read_buffer;
+
+static void make_read_buffer_key(void) {
+    if (pthread_key_create(&read_buffer_key, free) != 0) {
+        abort();
+    }
+}
 
 unsigned char *tp_thread_read_buffer(void) {
-    return thread_read_buffer;
+    if (read_buffer == NULL) {
+        pthread_once(&read_buffer_once, make_read_buffer_key);
+        read_buffer = malloc(TP_THREAD_READ_BUFFER_SIZE);
+        // The key's destructor frees it when the thread ends (Dispatch ends idle workers).
+        if (read_buffer == NULL || pthread_setspecific(read_buffer_key, read_buffer) != 0) {
+            abort();
+        }
+    }
+    return read_buffer;
 }
 
 int tp_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags) {

@@ -10,8 +10,10 @@ int tp_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
 #define TP_THREAD_READ_BUFFER_SIZE 65536
 
 /// A buffer of the calling thread's own, for reading from a socket before the bytes are
-/// appended where they belong. It comes with the thread, so a read needs no allocation (a
-/// 64 KiB `malloc` and `free` per read also made glibc consolidate its free lists each time).
+/// appended where they belong: allocated at the thread's first call and freed when the
+/// thread ends, so a read needs no allocation (a 64 KiB `malloc` and `free` per read also
+/// made glibc consolidate its free lists each time), and threads that never read (the
+/// upstream engines, the log writer) carry none.
 unsigned char *tp_thread_read_buffer(void);
 
 #endif

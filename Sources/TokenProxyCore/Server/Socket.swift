@@ -133,7 +133,7 @@ enum Socket {
     private static func localPort(_ descriptor: Int32) throws(SystemError) -> UInt16 {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        try withUnsafeMutablePointer(to: &storage) { pointer throws(SystemError) in
+        _ = try withUnsafeMutablePointer(to: &storage) { pointer throws(SystemError) in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address throws(SystemError) in
                 try syscallBlocking("getsockname", getsockname(descriptor, address, &length))
             }
