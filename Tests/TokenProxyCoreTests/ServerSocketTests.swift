@@ -362,6 +362,25 @@ struct ServerSocketTests {
         #expect(received > 0)
     }
 
+    @Test func aSlowClientWhoseAnswerNeverDrainsIsKept() throws {
+        // The client takes a little at a time while the answer keeps an output buffer full
+        // that is larger than anything the socket frees at once, so it never drains: only
+        // the progress of each write may restart the send deadline, or it fires one idle
+        // time after the socket first filled although the client never stopped taking bytes.
+        let handler = EndlessAnswerHandler()
+        var settings = ConnectionSettings(idleTimeout: 1)
+        settings.outputHighMark = 32 * 1024 * 1024
+        let server = try TestHTTPServer(settings: settings, handler: handler)
+        let client = try EndlessAnswerHandler.client(of: server)
+        let until = ContinuousClock.now + .milliseconds(3000)
+        while ContinuousClock.now < until {
+            guard try client.discardSome(atMost: 8192) > 0 else { break }
+            usleep(5000)
+        }
+        #expect(handler.clientsGone == 0)
+        #expect(try client.discardSome() > 0)
+    }
+
     @Test func aClientThatDoesNotReadHoldsTheHandlerBack() throws {
         let handler = StreamingHandler(total: 64 * 1024 * 1024)
         let server = try TestHTTPServer(handler: handler)

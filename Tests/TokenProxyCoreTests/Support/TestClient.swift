@@ -114,8 +114,8 @@ final class TestClient {
     }
 
     /// Reads more bytes into the buffer; false at EOF or on a reset.
-    private func fill() throws -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 65536)
+    private func fill(atMost limit: Int = 65536) throws -> Bool {
+        var chunk = [UInt8](repeating: 0, count: limit)
         let count = chunk.withUnsafeMutableBytes { recv(self.descriptor, $0.baseAddress, $0.count, 0) }
         if count > 0 {
             self.buffer.append(contentsOf: chunk[0..<count])
@@ -243,10 +243,11 @@ final class TestClient {
         }
     }
 
-    /// Reads once and throws the bytes away: how many there were, 0 at EOF or on a reset.
-    func discardSome() throws -> Int {
+    /// Reads once (at most `limit` bytes) and throws the bytes away: how many there were, 0
+    /// at EOF or on a reset.
+    func discardSome(atMost limit: Int = 65536) throws -> Int {
         if self.buffer.isEmpty {
-            guard try self.fill() else { return 0 }
+            guard try self.fill(atMost: limit) else { return 0 }
         }
         defer { self.buffer.removeAll() }
         return self.buffer.count
