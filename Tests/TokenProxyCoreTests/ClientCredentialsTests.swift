@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 
 @testable import TokenProxyCore
@@ -9,7 +10,12 @@ private final class OAuthFixture: @unchecked Sendable {
     let auth: FakeAuthorizationServer
     let forwarding: ForwardingFixture
 
-    init(extra: String = "", route: String = "", prepare: (FakeAuthorizationServer) -> Void = { _ in }) throws {
+    init(
+        extra: String = "",
+        route: String = "",
+        logger: Logger = TestLogging.logger,
+        prepare: (FakeAuthorizationServer) -> Void = { _ in }
+    ) throws {
         let auth = try FakeAuthorizationServer()
         prepare(auth)
         self.auth = auth
@@ -20,7 +26,8 @@ private final class OAuthFixture: @unchecked Sendable {
                  "client_id": "proxy client", "client_secret": {"env": "TOKENPROXY_TEST_CC_SECRET"},
                  "scopes": ["read", "write"], "audience": "https://api.example"\(extra)}
                 """,
-            route: route
+            route: route,
+            logger: logger
         )
     }
 
@@ -190,6 +197,25 @@ struct UnauthorizedReplayTests {
         #expect(fixture.auth.requests.count == 2)
     }
 
+    @Test func theAccessLinesTellATokenFetchAndAReplay() throws {
+        let logs = CapturedLogs()
+        let fixture = try OAuthFixture(logger: logs.logger())
+        #expect(try fixture.get("/api/protected").status == 200)
+        #expect(try fixture.get("/api/protected").status == 200)
+        fixture.forwarding.upstream.revoke("Bearer issued-1")
+        #expect(try fixture.get("/api/protected").status == 200)
+        let lines = try #require(eventually { AccessLines.of(logs, count: 3) })
+        // The first request waited for the first token; the second used it as cached; the
+        // third was refused, and replayed with a token fetched for it.
+        #expect(lines[0]["token_refreshed"] == "true")
+        #expect(lines[0]["replayed"] == nil)
+        #expect(lines[1]["token_refreshed"] == nil)
+        #expect(lines[1]["replayed"] == nil)
+        #expect(lines[2]["token_refreshed"] == "true")
+        #expect(lines[2]["replayed"] == "true")
+        #expect(lines.map { $0["status"] } == ["200", "200", "200"])
+    }
+
     @Test func aReplayCarriesTheSameBody() throws {
         let fixture = try OAuthFixture()
         #expect(try fixture.get("/api/echo").status == 200)
@@ -301,5 +327,24 @@ struct TokenResponseParserTests {
             FormEncoding.encode([("grant_type", "client_credentials"), ("scope", "a b")])
                 == "grant_type=client_credentials&scope=a+b"
         )
+    }
+}
+
+/// The access-log lines (`request`) among captured logs, as their fields.
+enum AccessLines {
+    /// The first `count` of them, in order, or nil while fewer were written.
+    static func of(_ logs: CapturedLogs, count: Int) -> [[String: String]]? {
+        let lines = logs.text.split(separator: "\n").filter { $0.hasPrefix("info request ") }
+        guard lines.count >= count else { return nil }
+        return lines.prefix(count).map { line in
+            var fields: [String: String] = [:]
+            for pair in line.dropFirst("info request ".count).split(separator: " ") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2 {
+                    fields[String(parts[0])] = String(parts[1])
+                }
+            }
+            return fields
+        }
     }
 }

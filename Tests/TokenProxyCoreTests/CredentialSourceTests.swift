@@ -51,6 +51,25 @@ private func commandSource(
 }
 
 struct CredentialSourceTests {
+    @Test func theAccessLineTellsWhenACommandRanForTheRequest() throws {
+        let logs = CapturedLogs()
+        let scripts = try ScriptDirectory()
+        let mint = try scripts.script("mint", "echo minted-token-1")
+        let fixture = try ForwardingFixture(
+            provider: #"{"grant": "command", "command": ["\#(mint)"], "cache_seconds": 600}"#,
+            logger: logs.logger()
+        )
+        for _ in 0..<2 {
+            let client = try fixture.client()
+            try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+        }
+        let lines = try #require(eventually { AccessLines.of(logs, count: 2) })
+        #expect(lines[0]["token_refreshed"] == "true")
+        #expect(lines[1]["token_refreshed"] == nil, "the cached output was used")
+        #expect(!logs.text.contains("minted-token-1"))
+    }
+
     @Test func aCommandPrintingABareTokenIsUsed() throws {
         let scripts = try ScriptDirectory()
         let command = try scripts.script("token", "printf 'plain-token-1\\n'")

@@ -4,11 +4,22 @@ public struct AccessToken: Sendable, Equatable {
     public var value: String
     /// When it stops being valid, on the monotonic clock; nil means "until a 401".
     public var expiresAt: ContinuousClock.Instant?
+    /// When the proxy obtained it from its provider (a token endpoint's answer, a command's
+    /// output), on the monotonic clock; nil for a token it did not fetch (a static value, one
+    /// read from the store). A request that started before this waited for the fetch, which
+    /// its access-log line tells. Not part of the token's identity (`==`).
+    public var obtainedAt: ContinuousClock.Instant?
 
     /// Creates a token.
-    public init(value: String, expiresAt: ContinuousClock.Instant? = nil) {
+    public init(value: String, expiresAt: ContinuousClock.Instant? = nil, obtainedAt: ContinuousClock.Instant? = nil) {
         self.value = value
         self.expiresAt = expiresAt
+        self.obtainedAt = obtainedAt
+    }
+
+    /// The same token: the same value with the same lifetime, however it was obtained.
+    public static func == (lhs: AccessToken, rhs: AccessToken) -> Bool {
+        lhs.value == rhs.value && lhs.expiresAt == rhs.expiresAt
     }
 }
 

@@ -58,7 +58,7 @@ public final class CommandCredentialSource: CredentialSource {
             if let expiresIn { lifetimes.append(expiresIn) }
             if let cacheSeconds = self.cacheSeconds { lifetimes.append(cacheSeconds) }
             let expiresAt = lifetimes.min().map { started + .milliseconds(Int64($0 * 1000)) }
-            return .success(AccessToken(value: value, expiresAt: expiresAt))
+            return .success(AccessToken(value: value, expiresAt: expiresAt, obtainedAt: .now))
         }
     }
 }

@@ -200,6 +200,9 @@ public final class ProxyHandler: HTTPExchangeHandler {
             if !finished {
                 metadata["aborted"] = "true"
             }
+            for (key, value) in exchange.logFields {
+                metadata[key] = "\(value)"
+            }
             logger.info("request", metadata: metadata)
         }
     }

@@ -34,6 +34,9 @@ public final class HTTPExchange {
     /// Called once when the exchange ends: `true` when the response was finished, `false`
     /// when it was aborted or the connection ended first. For access logs and metrics.
     public var onComplete: ((_ finished: Bool) -> Void)?
+    /// Fields that handlers add to the exchange's access-log line (a token fetched for it, a
+    /// replay after a 401).
+    public var logFields: [String: String] = [:]
 
     private weak var connection: HTTPConnection?
     private(set) var bodyHandler: ((RequestBodyEvent) -> Void)?

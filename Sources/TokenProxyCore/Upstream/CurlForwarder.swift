@@ -126,6 +126,10 @@ public final class CurlForwarder: RouteForwarder {
                 }) {
                 case .success(let (token, header)):
                     attempt.token = token
+                    if let obtained = token.obtainedAt, obtained >= exchange.startTime {
+                        // This request waited for a token fetched (or refreshed) for it.
+                        exchange.logFields["token_refreshed"] = "true"
+                    }
                     self.start(exchange, attempt: attempt, credential: header, limits: limits)
                 case .failure(var error):
                     error.route = route.name
@@ -191,6 +195,7 @@ public final class CurlForwarder: RouteForwarder {
                         attempt.entry?.source.invalidate(token)
                     }
                     logger.info("replaying after 401", metadata: ["route": "\(route.name)"])
+                    exchange.logFields["replayed"] = "true"
                     self.obtainCredentialAndStart(exchange, attempt: attempt, limits: limits)
                 }
             }

@@ -151,7 +151,8 @@ final class OAuthGrantSource: CredentialSource {
             return .success(
                 AccessToken(
                     value: issued.response.accessToken,
-                    expiresAt: lifetime.map { issued.sentAt + .milliseconds(Int64($0 * 1000)) }
+                    expiresAt: lifetime.map { issued.sentAt + .milliseconds(Int64($0 * 1000)) },
+                    obtainedAt: .now
                 )
             )
         case .failure(let failure):
