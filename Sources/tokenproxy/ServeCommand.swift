@@ -142,13 +142,7 @@ enum LogSetup {
     static func bootstrap(format: LogFormat, level: Logger.Level) {
         let writer = LogWriter.standardError
         LoggingSystem.bootstrap { label in
-            var handler: any LogHandler
-            switch format {
-            case .text:
-                handler = TextLogHandler(label: label, writer: writer)
-            case .json:
-                handler = JSONLogHandler(label: label, writer: writer)
-            }
+            var handler = LineLogHandler(label: label, format: format == .json ? .json : .text, writer: writer)
             handler.logLevel = level
             return handler
         }

@@ -159,7 +159,7 @@ private func appendOnAThread(_ writer: LogWriter, count: Int, width: Int) -> Boo
 
     @Test func jsonLinesCarryTheEventAndItsMetadata() throws {
         let pipe = try LogPipe()
-        var handler = JSONLogHandler(label: "tokenproxy", writer: LogWriter(descriptor: pipe.writeEnd))
+        var handler = LineLogHandler(label: "tokenproxy", format: .json, writer: LogWriter(descriptor: pipe.writeEnd))
         handler.metadata["route"] = "api"
         let logger = Logger(label: "tokenproxy") { _ in handler }
         logger.info("request", metadata: ["status": "200", "path": "/v1/x\"y"])
@@ -175,7 +175,7 @@ private func appendOnAThread(_ writer: LogWriter, count: Int, width: Int) -> Boo
     }
 
     @Test func textLinesAreSwiftLogsStreamLinesThroughTheWriter() throws {
-        // The same events through swift-log's own StreamLogHandler and through TextLogHandler
+        // The same events through swift-log's own StreamLogHandler and through LineLogHandler
         // give the same lines, but for the time, which is checked for its form.
         final class Capture: TextOutputStream, @unchecked Sendable {
             var text = ""
@@ -183,7 +183,7 @@ private func appendOnAThread(_ writer: LogWriter, count: Int, width: Int) -> Boo
         }
         let capture = Capture()
         let pipe = try LogPipe()
-        var text = TextLogHandler(label: "tokenproxy.test", writer: LogWriter(descriptor: pipe.writeEnd))
+        var text = LineLogHandler(label: "tokenproxy.test", format: .text, writer: LogWriter(descriptor: pipe.writeEnd))
         text.metadata["route"] = "api"
         var stream = StreamLogHandler(label: "tokenproxy.test", stream: capture, metadataProvider: nil)
         stream.metadata["route"] = "api"

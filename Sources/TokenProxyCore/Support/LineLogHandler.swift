@@ -1,0 +1,112 @@
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// A swift-log handler writing one line per event through a ``LogWriter`` (standard error by
+/// default), as text or JSON (`--log-format`).
+///
+/// - `text`: the lines swift-log's own `StreamLogHandler` writes
+///   (`2026-11-23T14:18:02+0000 info tokenproxy: key=value ... [Module] message`), but
+///   cheaper for an access log of one line per request: the local time comes from
+///   `localtime_r`, since `localtime` makes glibc `stat` `/etc/localtime` for every line, and
+///   metadata is merged only when both sides have some.
+/// - `json`: one object with `ts`, `level`, `msg`, the label as `logger`, and every metadata
+///   key at the top level.
+public struct LineLogHandler: LogHandler {
+    /// How a line is written.
+    public enum Format: Sendable {
+        case text
+        case json
+    }
+
+    private let label: String
+    private let format: Format
+    private let writer: LogWriter
+    /// Metadata added to every message from this handler.
+    public var metadata: Logger.Metadata = [:]
+    /// The minimum level written.
+    public var logLevel: Logger.Level = .info
+
+    /// Creates a handler for `label` writing `format` lines to `writer`.
+    public init(label: String, format: Format, writer: LogWriter = .standardError) {
+        self.label = label
+        self.format = format
+        self.writer = writer
+    }
+
+    /// Metadata by key.
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { self.metadata[key] }
+        set { self.metadata[key] = newValue }
+    }
+
+    /// Writes one line.
+    public func log(event: LogEvent) {
+        let merged: Logger.Metadata
+        if let explicit = event.metadata, !explicit.isEmpty {
+            merged = self.metadata.isEmpty ? explicit : self.metadata.merging(explicit) { $1 }
+        } else {
+            merged = self.metadata
+        }
+        switch self.format {
+        case .text:
+            var line = self.textLine(event, merged)
+            line.withUTF8 { self.writer.append($0) }
+        case .json:
+            self.writer.append(self.jsonLine(event, merged))
+        }
+    }
+
+    private func textLine(_ event: LogEvent, _ metadata: Logger.Metadata) -> String {
+        var line = Self.localTimestamp()
+        line += " "
+        line += event.level.rawValue
+        if !self.label.isEmpty {
+            line += " "
+            line += self.label
+        }
+        line += ":"
+        for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
+            line += " "
+            line += key
+            line += "="
+            line += "\(value)"
+        }
+        line += " ["
+        line += event.source
+        line += "] "
+        line += "\(event.message)"
+        line += "\n"
+        return line
+    }
+
+    private func jsonLine(_ event: LogEvent, _ metadata: Logger.Metadata) -> [UInt8] {
+        var object: [String: String] = [:]
+        for (key, value) in metadata {
+            object[key] = "\(value)"
+        }
+        object["ts"] = Date().formatted(.iso8601.time(includingFractionalSeconds: true).year().month().day())
+        object["level"] = event.level.rawValue
+        object["msg"] = "\(event.message)"
+        object["logger"] = self.label
+        return JSONOutput.encode(object)
+    }
+
+    /// The local time to the second, with its UTC offset, as `StreamLogHandler` writes it.
+    /// `localtime_r` does not re-read the time zone for every call as `localtime` does.
+    private static func localTimestamp() -> String {
+        var now = time(nil)
+        var parts = tm()
+        guard localtime_r(&now, &parts) != nil else { return "<unknown>" }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
+            guard let base = buffer.baseAddress else { return "<unknown>" }
+            let count = strftime(base, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
+            return String(decoding: UnsafeRawBufferPointer(start: base, count: count), as: UTF8.self)
+        }
+    }
+}
