@@ -204,12 +204,6 @@ private final class PausedBodyHandler: HTTPExchangeHandler, @unchecked Sendable 
     }
 }
 
-/// A transfer's sink is passed the transfer it reports to; these tests never drive one.
-private struct UnusedSink: CurlResponseSink {
-    func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {}
-    func resumeRequestBody() {}
-}
-
 struct InPlaceOrderTests {
     @Test func anAnswerNeverOvertakesABodyResumeStillOnTheQueue() throws {
         // The engine resumed the request body while the connection was busy (so the resume
@@ -224,21 +218,8 @@ struct InPlaceOrderTests {
         let bound = try #require(eventually { handler.exchange(0) })
         let context = bound.context
         let sink = ExchangeSink(exchange: bound, inPlace: true) { _ in }
-        let transfer = CurlTransfer(
-            request: UpstreamRequest(method: "POST", url: "http://127.0.0.1:1/x", headers: HTTPHeaders(), body: .none),
-            options: CurlTransfer.Options(
-                allowPlainHTTP: true,
-                caFile: nil,
-                clientCertificate: nil,
-                clientKeyPEM: nil,
-                connectTimeout: 1,
-                firstByteTimeout: 1
-            ),
-            sink: UnusedSink(),
-            relay: nil,
-            route: nil,
-            provider: nil
-        )
+        // The sink is handed the transfer it reports for; this one is never driven.
+        let transfer = CurlTransfer.unstarted(method: "POST")
 
         // The queue is kept from running anything, and the gate is held: the resume queues.
         let queueBlocked = DispatchSemaphore(value: 0)

@@ -18,32 +18,13 @@ private final class ResumeCountingEngine: CurlEngine, @unchecked Sendable {
     func recycle(_ easy: UnsafeMutableRawPointer) { curl_easy_cleanup(easy) }
 }
 
-private struct DroppingSink: CurlResponseSink {
-    func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {}
-    func resumeRequestBody() {}
-}
-
 struct TransferFlowControlTests {
     /// A delivery that found the client full blocks the transfer; when the next delivery's
     /// own flush drains the client, no writable event follows, so that delivery must end
     /// the block and resume the paused transfer itself (else it waits for a timer).
     @Test func aWritableDeliveryEndsAnEarlierBlock() throws {
         let engine = ResumeCountingEngine()
-        let transfer = CurlTransfer(
-            request: UpstreamRequest(method: "GET", url: "http://127.0.0.1:1/x", headers: HTTPHeaders(), body: .none),
-            options: CurlTransfer.Options(
-                allowPlainHTTP: true,
-                caFile: nil,
-                clientCertificate: nil,
-                clientKeyPEM: nil,
-                connectTimeout: 1,
-                firstByteTimeout: 1
-            ),
-            sink: DroppingSink(),
-            relay: nil,
-            route: nil,
-            provider: nil
-        )
+        let transfer = CurlTransfer.unstarted()
         _ = try #require(transfer.prepare(engine: engine))
         defer { transfer.release() }
         let chunk = [UInt8](repeating: 0, count: 256 * 1024)

@@ -1,0 +1,28 @@
+@testable import TokenProxyCore
+
+/// A sink that takes nothing: for transfers a test drives by hand, or only needs to name.
+struct DroppingSink: CurlResponseSink {
+    func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {}
+    func resumeRequestBody() {}
+}
+
+extension CurlTransfer {
+    /// A transfer to a closed local port that no engine has started.
+    static func unstarted(method: String = "GET", sink: any CurlResponseSink = DroppingSink()) -> CurlTransfer {
+        CurlTransfer(
+            request: UpstreamRequest(method: method, url: "http://127.0.0.1:1/x", headers: HTTPHeaders(), body: .none),
+            options: CurlTransfer.Options(
+                allowPlainHTTP: true,
+                caFile: nil,
+                clientCertificate: nil,
+                clientKeyPEM: nil,
+                connectTimeout: 1,
+                firstByteTimeout: 1
+            ),
+            sink: sink,
+            relay: nil,
+            route: nil,
+            provider: nil
+        )
+    }
+}
