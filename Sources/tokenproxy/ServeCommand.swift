@@ -23,7 +23,7 @@ struct ServeCommand: ParsableCommand {
     var logLevel: Logger.Level = .info
 
     @Option(help: "Log format: text or json.")
-    var logFormat: LogFormat = .text
+    var logFormat: LineLogHandler.Format = .text
 
     func run() throws {
         LogSetup.bootstrap(format: self.logFormat, level: self.logLevel)
@@ -128,10 +128,7 @@ enum SignalHandling {
 }
 
 /// The `--log-format` values.
-enum LogFormat: String, ExpressibleByArgument, CaseIterable {
-    case text
-    case json
-}
+extension LineLogHandler.Format: ExpressibleByArgument {}
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
@@ -139,10 +136,10 @@ extension Logger.Level: @retroactive ExpressibleByArgument {}
 /// error through a ``LogWriter``, so a reader that stops taking them never stalls the proxy;
 /// what is still queued when the process exits is written first (for at most 2 s).
 enum LogSetup {
-    static func bootstrap(format: LogFormat, level: Logger.Level) {
+    static func bootstrap(format: LineLogHandler.Format, level: Logger.Level) {
         let writer = LogWriter.standardError
         LoggingSystem.bootstrap { label in
-            var handler = LineLogHandler(label: label, format: format == .json ? .json : .text, writer: writer)
+            var handler = LineLogHandler(label: label, format: format, writer: writer)
             handler.logLevel = level
             return handler
         }

@@ -18,8 +18,8 @@ import Logging
 /// - `json`: one object with `ts`, `level`, `msg`, the label as `logger`, and every metadata
 ///   key at the top level.
 public struct LineLogHandler: LogHandler {
-    /// How a line is written.
-    public enum Format: Sendable {
+    /// How a line is written; the raw values are `--log-format`'s.
+    public enum Format: String, Sendable, CaseIterable {
         case text
         case json
     }
