@@ -36,9 +36,20 @@ import Testing
         var raw: String { self.text.withLock { $0 } }
     }
 
-    @Test func accessLinesArriveWhileItRunsAndTheLastLinesBeforeItExits() throws {
-        let upstream = try FakeUpstream()
-        let directory = try ScriptDirectory()
+    /// A running `tokenproxy serve` with JSON logs, and the port it listens on.
+    private struct Serving {
+        let process: Process
+        let errors: ErrorStream
+        let port: UInt16
+    }
+
+    /// Starts `serve` with one static-token route to `upstream` (plain HTTP, allowed for the
+    /// test), the token in `TP_SERVE_TOKEN`, and the environment changed by `environment`.
+    private func serve(
+        to upstream: FakeUpstream,
+        in directory: ScriptDirectory,
+        environment: (inout [String: String]) -> Void = { _ in }
+    ) throws -> Serving {
         let config = directory.path("proxy.json")
         try """
         {"listen": "127.0.0.1:0", "token_store": "memory",
@@ -50,20 +61,36 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.binary)
         process.arguments = ["serve", "--config", config, "--log-format", "json"]
-        process.environment = ProcessInfo.processInfo.environment.merging(["TP_SERVE_TOKEN": "serve-s3cret"]) { $1 }
+        var variables = ProcessInfo.processInfo.environment
+        variables["TP_SERVE_TOKEN"] = "serve-s3cret"
+        environment(&variables)
+        process.environment = variables
         let stderr = Pipe()
         process.standardError = stderr
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         let errors = ErrorStream(stderr)
+        let port = eventually {
+            errors.line("listening")?["listen"].flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) }
+        }
+        if port == nil {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        return Serving(process: process, errors: errors, port: try #require(port, "no listening line: \(errors.raw)"))
+    }
+
+    @Test func accessLinesArriveWhileItRunsAndTheLastLinesBeforeItExits() throws {
+        let upstream = try FakeUpstream()
+        let directory = try ScriptDirectory()
+        let serving = try self.serve(to: upstream, in: directory)
+        let (process, errors, port) = (serving.process, serving.errors, serving.port)
         defer {
             if process.isRunning {
                 process.terminate()
             }
         }
 
-        let listening = try #require(eventually { errors.line("listening") }, "\(errors.raw)")
-        let port = try #require(listening["listen"].flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) })
         let client = try TestClient(port: port)
         let response = try client.get("/api/status/204")
         #expect(response.status == 204)
@@ -80,5 +107,32 @@ import Testing
         #expect(process.terminationStatus == 0)
         #expect(eventually { errors.line("shutting down") != nil }, "\(errors.raw)")
         #expect(!errors.raw.contains("serve-s3cret"))
+    }
+
+    /// SPEC security rules: the credential goes to the route's upstream and nowhere else, so
+    /// the proxy variables libcurl would otherwise honour (`http_proxy`, `all_proxy`, ...) are
+    /// ignored, with nothing in `no_proxy` to exempt the upstream.
+    @Test func environmentProxyVariablesAreIgnored() throws {
+        let upstream = try FakeUpstream()
+        let trap = try FakeUpstream()
+        let directory = try ScriptDirectory()
+        let trapURL = "http://127.0.0.1:\(trap.port)"
+        let serving = try self.serve(to: upstream, in: directory) { variables in
+            for name in ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] {
+                variables[name] = trapURL
+            }
+            variables["no_proxy"] = nil
+            variables["NO_PROXY"] = nil
+        }
+        defer {
+            serving.process.terminate()
+            serving.process.waitUntilExit()
+        }
+
+        let client = try TestClient(port: serving.port)
+        let response = try client.get("/api/status/204")
+        #expect(response.status == 204)
+        #expect(upstream.requests.first?.headers.first("Authorization") == "Bearer serve-s3cret")
+        #expect(trap.requests.isEmpty)
     }
 }

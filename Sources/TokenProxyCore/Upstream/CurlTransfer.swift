@@ -149,6 +149,9 @@ public final class CurlTransfer: @unchecked Sendable {
         set(tp_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "https"))
         set(tp_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
         set(tp_easy_setopt_string(easy, CURLOPT_PROXY, ""))
+        // Every host is exempt from proxies, which also keeps libcurl from looking up
+        // `no_proxy` and `NO_PROXY` in the environment for every transfer.
+        set(tp_easy_setopt_string(easy, CURLOPT_NOPROXY, "*"))
         set(tp_easy_setopt_long(easy, CURLOPT_PATH_AS_IS, 1))
         set(tp_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
         set(tp_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1))
