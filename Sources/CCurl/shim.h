@@ -145,6 +145,11 @@ static inline int tp_epoll_add_wakeup(int epfd) {
     return fd;
 }
 
+/// A non-blocking eventfd for wake-ups, or -1.
+static inline int tp_wakeup_eventfd(void) {
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
 /// Names the calling thread for the OS (at most 15 bytes are kept).
 static inline void tp_name_current_thread(const char *name) {
     prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);

@@ -4,7 +4,8 @@ import Synchronization
 
 /// libcurl's multi interface on one event thread: the thread sleeps in `curl_multi_poll`,
 /// drives transfers with `curl_multi_perform`, and takes commands (add, resume, cancel) from
-/// other threads through a locked inbox, and `curl_multi_wakeup` when it sleeps.
+/// other threads through a locked inbox, with an eventfd that `curl_multi_poll` also watches
+/// to wake it when it sleeps.
 ///
 /// Every libcurl call on the multi handle and its easy handles happens on this thread; the
 /// transfers' callbacks run there too and hand data to client connections through their
@@ -12,7 +13,7 @@ import Synchronization
 /// requests; HTTP/2 is negotiated by ALPN and multiplexed.
 ///
 /// `@unchecked Sendable`: the multi handle and `transfers` are touched only on the event
-/// thread; the inbox is behind its mutex; `curl_multi_wakeup` is thread-safe.
+/// thread; the inbox is behind its mutex; writing the eventfd is thread-safe.
 public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
     /// Commands from other threads, and whether the event thread is (about to be) asleep
     /// in `curl_multi_poll` with none of them seen: only then does a command need a wake-up.
@@ -22,6 +23,11 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
     }
 
     private let multi: UnsafeMutableRawPointer
+    /// The wake-up eventfd `curl_multi_poll` watches besides libcurl's sockets. It replaces
+    /// `curl_multi_wakeup`, which in libcurl 7.88 is a socket pair: a `send` that allocates a
+    /// socket buffer on the waking thread, and two reads on this one (the byte, then the
+    /// `EAGAIN` that shows the pair drained); an eventfd is one write and one read.
+    private let wakeup: Int32
     private let inbox = Mutex(Inbox())
     private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
     /// Transfers with something for their client, delivered at the end of the loop iteration.
@@ -41,7 +47,10 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
         CurlGlobal.initialize()
         // Safe because curl_multi_init only returns nil when out of memory, where nothing can go on.
         guard let multi = curl_multi_init() else { preconditionFailure("curl_multi_init failed") }
+        let wakeup = tp_wakeup_eventfd()
+        precondition(wakeup >= 0, "eventfd failed: errno \(errno)")
         self.multi = multi
+        self.wakeup = wakeup
         _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 256)
         self.thread = NamedThread.start(named: name) { [self] in self.run() }
     }
@@ -87,7 +96,8 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
             return inbox.sleeping
         }
         if wake {
-            curl_multi_wakeup(self.multi)
+            var one: UInt64 = 1
+            _ = Glibc.write(self.wakeup, &one, MemoryLayout<UInt64>.size)
         }
     }
 
@@ -128,7 +138,12 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
                 return inbox.sleeping
             }
             var ready: Int32 = 0
-            curl_multi_poll(self.multi, nil, 0, sleep ? Int32(timeout) : 0, &ready)
+            var wakeup = curl_waitfd(fd: self.wakeup, events: Int16(CURL_WAIT_POLLIN), revents: 0)
+            curl_multi_poll(self.multi, &wakeup, 1, sleep ? Int32(timeout) : 0, &ready)
+            if wakeup.revents != 0 {
+                var value: UInt64 = 0
+                _ = Glibc.read(self.wakeup, &value, MemoryLayout<UInt64>.size)
+            }
         }
     }
 
