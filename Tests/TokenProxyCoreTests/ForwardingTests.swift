@@ -357,6 +357,13 @@ enum SleepyEngine: String, CaseIterable, Sendable {
         case .epoll: return CurlEpollEngine(name: name, idleWait: .seconds(3600))
         }
     }
+
+    /// How many times the event thread of `engine`, made by `make`, went round its loop.
+    static func turns(of engine: any CurlEngine) -> Int? {
+        if let engine = engine as? CurlPollEngine { return engine.turns.load(ordering: .relaxed) }
+        if let engine = engine as? CurlEpollEngine { return engine.turns.load(ordering: .relaxed) }
+        return nil
+    }
 }
 
 struct EngineWakeUpTests {
@@ -402,6 +409,29 @@ struct EngineWakeUpTests {
         }
         #expect(failures.withLock { $0 } == [])
         #expect(answered.withLock { $0 } == connections * perConnection)
+    }
+}
+
+struct EngineIdleTests {
+    /// A wake-up is used up by the turn it causes: once the answers are out and nothing more
+    /// comes, the event thread sleeps. A wake-up signal left set (an eventfd never read)
+    /// would instead turn the loop without pause, thousands of times in the window below.
+    @Test(arguments: SleepyEngine.allCases)
+    func anEngineWithNothingToDoSleeps(engine kind: SleepyEngine) throws {
+        let engine = kind.make("tokenproxy.test.idle")
+        let fixture = try ForwardingFixture(engine: engine)
+        let client = try fixture.client()
+        for request in 0..<5 {
+            // Pauses let the thread fall asleep, so that some requests wake it.
+            if request % 2 == 0 { usleep(20_000) }
+            #expect(try client.get("/api/echo").status == 200)
+        }
+        // Two quiet windows: the first lets a turn still under way after the last answer end.
+        usleep(100_000)
+        let settled = try #require(SleepyEngine.turns(of: engine))
+        usleep(300_000)
+        let later = try #require(SleepyEngine.turns(of: engine))
+        #expect(later - settled <= 1, "\(later - settled) turns with nothing to do")
     }
 }
 

@@ -46,6 +46,8 @@ public final class CurlEpollEngine: CurlEngine, @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     private let epoll: Int32
     private let wakeup: Int32
+    /// How many times the event thread went round its loop (tests: an idle engine sleeps).
+    let turns = Atomic<Int>(0)
     /// Guards libcurl and the state below. A plain pthread mutex: its trylock fails in user
     /// space when it is taken.
     private let lock: UnsafeMutablePointer<pthread_mutex_t>
@@ -221,6 +223,7 @@ public final class CurlEpollEngine: CurlEngine, @unchecked Sendable {
         var wait: Int32 = 0
         while true {
             let count = tp_epoll_wait(self.epoll, &fds, &masks, Int32(capacity), wait)
+            self.turns.add(1, ordering: .relaxed)
             pthread_mutex_lock(self.lock)
             self.inbox.withLock { $0.sleeping = false }
             for index in 0..<max(0, Int(count)) {

@@ -29,6 +29,8 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
     /// `EAGAIN` that shows the pair drained); an eventfd is one write and one read.
     private let wakeup: Int32
     private let inbox = Mutex(Inbox())
+    /// How many times the event thread went round its loop (tests: an idle engine sleeps).
+    let turns = Atomic<Int>(0)
     private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
     /// Transfers with something for their client, delivered at the end of the loop iteration.
     private var outboxes: [CurlTransfer] = []
@@ -105,6 +107,7 @@ public final class CurlPollEngine: CurlEngine, @unchecked Sendable {
         var running: Int32 = 0
         var pending: [CurlCommand] = []
         while true {
+            self.turns.add(1, ordering: .relaxed)
             self.inbox.withLock { inbox in
                 swap(&pending, &inbox.commands)
                 inbox.sleeping = false
