@@ -22,12 +22,18 @@ struct TLSUpstreamTests {
         )
     }
 
+    /// One route at `prefix` to nginx's `port` with the test's static provider, verified
+    /// against `caFile` (the system store without one).
+    private func route(_ prefix: String, port: UInt16, caFile: String?) -> String {
+        let ca = caFile.map { #", "ca_file": "\#($0)""# } ?? ""
+        return #"{"path_prefix": "\#(prefix)", "upstream": "https://127.0.0.1:\#(port)", "provider": "svc"\#(ca)}"#
+    }
+
     @Test func verifiedTLSCarriesTheCredentialOverHTTP2() throws {
         let nginx = try NginxFixture()
         let proxy = try self.proxy(
             nginx,
-            routes:
-                #"{"path_prefix": "/tls", "upstream": "https://127.0.0.1:\#(nginx.tlsPort)", "provider": "svc", "ca_file": "\#(nginx.caFile)"}"#
+            routes: self.route("/tls", port: nginx.tlsPort, caFile: nginx.caFile)
         )
         let client = try proxy.client()
         try client.send("GET /tls/hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
@@ -42,8 +48,7 @@ struct TLSUpstreamTests {
         let nginx = try NginxFixture()
         let proxy = try self.proxy(
             nginx,
-            routes:
-                #"{"path_prefix": "/tls", "upstream": "https://127.0.0.1:\#(nginx.tlsPort)", "provider": "svc", "ca_file": "\#(nginx.otherCAFile)"}"#
+            routes: self.route("/tls", port: nginx.tlsPort, caFile: nginx.otherCAFile)
         )
         let client = try proxy.client()
         try client.send("GET /tls/hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
@@ -56,7 +61,7 @@ struct TLSUpstreamTests {
         let nginx = try NginxFixture()
         let proxy = try self.proxy(
             nginx,
-            routes: #"{"path_prefix": "/tls", "upstream": "https://127.0.0.1:\#(nginx.tlsPort)", "provider": "svc"}"#
+            routes: self.route("/tls", port: nginx.tlsPort, caFile: nil)
         )
         let client = try proxy.client()
         try client.send("GET /tls/hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
@@ -67,8 +72,7 @@ struct TLSUpstreamTests {
         let nginx = try NginxFixture()
         let proxy = try self.proxy(
             nginx,
-            routes:
-                #"{"path_prefix": "/tls", "upstream": "https://127.0.0.1:\#(nginx.wrongNamePort)", "provider": "svc", "ca_file": "\#(nginx.caFile)"}"#
+            routes: self.route("/tls", port: nginx.wrongNamePort, caFile: nginx.caFile)
         )
         let client = try proxy.client()
         try client.send("GET /tls/hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
@@ -107,8 +111,7 @@ struct TLSUpstreamTests {
         let nginx = try NginxFixture()
         let proxy = try self.proxy(
             nginx,
-            routes:
-                #"{"path_prefix": "/h1", "upstream": "https://127.0.0.1:\#(nginx.http1Port)", "provider": "svc", "ca_file": "\#(nginx.caFile)"}"#
+            routes: self.route("/h1", port: nginx.http1Port, caFile: nginx.caFile)
         )
         let pads = ["a", "b", "c"].map { String(repeating: $0, count: 7000) }
         let client = try proxy.client()

@@ -201,7 +201,7 @@ public final class ProxyHandler: HTTPExchangeHandler {
                 metadata["aborted"] = "true"
             }
             for (key, value) in exchange.logFields {
-                metadata[key] = "\(value)"
+                metadata[key] = .string(value)
             }
             logger.info("request", metadata: metadata)
         }
