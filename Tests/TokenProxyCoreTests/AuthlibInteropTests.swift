@@ -16,16 +16,19 @@ private final class AuthlibServer {
     init() throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Interop/authlib_server.py").path
+        guard FileManager.default.isExecutableFile(atPath: ProjectPython.executable) else {
+            throw Failure(description: "no \(ProjectPython.executable): run scripts/test.sh, which makes it")
+        }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script]
+        process.executableURL = URL(fileURLWithPath: ProjectPython.executable)
+        process.arguments = [script]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
         self.process = process
         // The first line is "READY <port>"; anything else means Authlib or Flask is missing
-        // (.ci/run installs them).
+        // (scripts/test.sh installs them into .venv).
         let handle = output.fileHandleForReading
         var line = Data()
         while let byte = try handle.read(upToCount: 1), let first = byte.first, first != UInt8(ascii: "\n") {
@@ -34,7 +37,9 @@ private final class AuthlibServer {
         let text = String(decoding: line, as: UTF8.self)
         guard text.hasPrefix("READY "), let port = UInt16(text.dropFirst(6)) else {
             process.terminate()
-            throw Failure(description: "the Authlib server did not start (is authlib installed?): \(text)")
+            throw Failure(
+                description: "the Authlib server did not start (scripts/test.sh installs authlib into .venv): \(text)"
+            )
         }
         self.port = port
     }
