@@ -6,26 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# libcurl for the build; nginx and openssl for the TLS interoperability tests; chromium for
-# the browser-forgery tests; python3-venv for the project's own Python environment.
-packages=(libcurl4-openssl-dev pkg-config ca-certificates openssl nginx-light chromium python3-venv)
-missing=()
-for package in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    sudo=()
-    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-    export DEBIAN_FRONTEND=noninteractive
-    # The tests start their own nginx; keep the package from starting a system one on port 80.
-    if [ ! -e /usr/sbin/policy-rc.d ]; then
-        printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
-        "${sudo[@]}" chmod +x /usr/sbin/policy-rc.d
-        trap '"${sudo[@]}" rm -f /usr/sbin/policy-rc.d' EXIT
-    fi
-    "${sudo[@]}" apt-get update -qq
-    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+scripts/install-packages.sh test
 
 # The interoperability tests run a real OAuth 2 server built on Authlib, from the project's
 # virtual environment (the tests look for .venv/bin/python3, or $TOKENPROXY_PYTHON).

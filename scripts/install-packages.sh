@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tokenproxy needs that are missing: `build` for building and
+# running it (libcurl's headers), `test` for the test suite as well (nginx and openssl for the
+# TLS tests, Chromium for the browser tests, python3-venv for the project's Python
+# environment). Uses sudo only when not run as root, so it works in a bare container too.
+set -euo pipefail
+
+packages=(libcurl4-openssl-dev pkg-config ca-certificates)
+case "${1:-build}" in
+    build) ;;
+    test) packages+=(openssl nginx-light chromium python3-venv) ;;
+    *) echo "usage: $0 [build|test]" >&2; exit 2 ;;
+esac
+
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+[ ${#missing[@]} -gt 0 ] || exit 0
+
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "installing ${missing[*]} needs root or sudo" >&2; exit 1; }
+    as_root=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+# The tests start their own nginx; keep the package from starting a system one on port 80.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | "${as_root[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+    "${as_root[@]}" chmod +x /usr/sbin/policy-rc.d
+    trap '"${as_root[@]}" rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
