@@ -15,7 +15,10 @@ struct DemoCommand: ParsableCommand {
         abstract: "Run a built-in authorization server and upstream with the proxy in front, and show what to try."
     )
 
-    @OptionGroup var options: ConfigOption
+    /// Accepted as every command accepts it, and hidden from the help: the demo builds its
+    /// own configuration and reads no file.
+    @Option(name: .long, help: ArgumentHelp(visibility: .hidden))
+    var config: String?
 
     @Option(help: "Where the proxy listens (loopback only).")
     var listen: String = "127.0.0.1:8080"

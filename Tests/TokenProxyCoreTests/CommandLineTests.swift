@@ -75,6 +75,17 @@ struct CommandLineError: Error, CustomStringConvertible {
         #expect(output.stdout == "s3cr3t-v4lue\n")
     }
 
+    @Test func demoHelpOffersNoConfigFileItWouldIgnore() throws {
+        let help = try CommandLine.run(["demo", "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("--listen"))
+        #expect(!help.stdout.contains("--config"))
+        // Still accepted, as by every command, so scripts that pass it keep working.
+        let parsed = try CommandLine.run(["demo", "--config", "/nonexistent/proxy.json", "--listen", "0.0.0.0:1"])
+        #expect(parsed.status == 2)
+        #expect(parsed.stderr.contains("loopback"))
+    }
+
     @Test func tokenFailuresGoToStderrWithExitOne() throws {
         let directory = try ScriptDirectory()
         let config = try self.write(
