@@ -48,6 +48,9 @@ enum ConfigLoader {
     }
 
     private static func report(_ path: String, _ problems: [ConfigurationProblem]) {
-        Console.problems("\(path): \(problems.count) problem\(problems.count == 1 ? "" : "s"):", problems.map { "\($0)" })
+        Console.problems(
+            "\(path): \(problems.count) problem\(problems.count == 1 ? "" : "s"):",
+            problems.map { "\($0)" }
+        )
     }
 }

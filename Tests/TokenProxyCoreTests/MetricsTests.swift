@@ -85,7 +85,9 @@ struct MetricsTests {
         for index in 0..<1000 {
             let segment = String(UInt64.random(in: 0...UInt64.max, using: &generator), radix: 36)
             let method = ["GET", "POST", "DELETE", "PATCH"][index % 4]
-            try client.send("\(method) /\(segment)/\(index)?q=\(segment) HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n")
+            try client.send(
+                "\(method) /\(segment)/\(index)?q=\(segment) HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n"
+            )
             #expect(try client.readResponse().status == 404)
         }
         let (_, after) = try self.scrape(fixture)

@@ -71,7 +71,9 @@ import Testing
         try process.run()
         let errors = ErrorStream(stderr)
         let port = eventually {
-            (errors.line("listening")?["server.address"] as? String).flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) }
+            (errors.line("listening")?["server.address"] as? String).flatMap { $0.split(separator: ":").last }.flatMap {
+                UInt16($0)
+            }
         }
         if port == nil {
             process.terminate()

@@ -181,7 +181,12 @@ public final class ProxyHandler: HTTPExchangeHandler {
     }
 
     private func reject(_ exchange: HTTPExchange, _ error: ProxyError) {
-        self.logAccess(exchange, route: error.route ?? "-", metricsRoute: error.route ?? ProxyMetrics.noRoute, error: error)
+        self.logAccess(
+            exchange,
+            route: error.route ?? "-",
+            metricsRoute: error.route ?? ProxyMetrics.noRoute,
+            error: error
+        )
         exchange.respond(ErrorResponse.response(for: error))
     }
 

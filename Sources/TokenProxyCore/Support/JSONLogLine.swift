@@ -62,7 +62,9 @@ struct JSONLogLine {
             case .string(let name)?:
                 self.add(name, string: text)
             case .integer(let name, let scale)?:
-                if let number = Int64(text), case (let scaled, false) = number.multipliedReportingOverflow(by: Int64(scale)) {
+                if let number = Int64(text),
+                    case (let scaled, false) = number.multipliedReportingOverflow(by: Int64(scale))
+                {
                     guard self.begin(name) else { continue }
                     self.bytes.append(contentsOf: String(scaled).utf8)
                 } else {

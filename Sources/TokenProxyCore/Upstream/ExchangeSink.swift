@@ -57,7 +57,8 @@ struct ExchangeSink: CurlResponseSink {
                     exchange.finish()
                     onComplete(.finished)
                 case .abort?:
-                    exchange.logFields[ExchangeMetrics.upstreamErrorField] = ProxyMetrics.UpstreamErrorKind.aborted.rawValue
+                    exchange.logFields[ExchangeMetrics.upstreamErrorField] =
+                        ProxyMetrics.UpstreamErrorKind.aborted.rawValue
                     exchange.abort()
                     onComplete(.aborted)
                 case .fail(let error)?:

@@ -40,7 +40,9 @@ struct PrometheusExposition {
                 let name = String(parts[2])
                 switch parts[1] {
                 case "HELP":
-                    guard self.help[name] == nil, self.types[name] == nil else { throw fail("HELP after TYPE or twice") }
+                    guard self.help[name] == nil, self.types[name] == nil else {
+                        throw fail("HELP after TYPE or twice")
+                    }
                     self.help[name] = parts.count == 4 ? String(parts[3]) : ""
                 case "TYPE":
                     let kinds = ["counter", "gauge", "histogram", "summary", "untyped"]
@@ -58,7 +60,9 @@ struct PrometheusExposition {
             if self.types[family] == "counter" {
                 guard sample.name.hasSuffix("_total") || sample.name == family else { throw fail("counter name") }
             }
-            let key = sample.name + "|" + sample.labels.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: ",")
+            let key =
+                sample.name + "|"
+                + sample.labels.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: ",")
             guard seen.insert(key).inserted else { throw fail("duplicate series") }
             self.samples.append(sample)
         }

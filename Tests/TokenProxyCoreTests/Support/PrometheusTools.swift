@@ -51,7 +51,9 @@ enum PrometheusTools {
 
         init(target: String) throws {
             let binary = try PrometheusTools.require("prometheus")
-            self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("tp-prom-\(UUID().uuidString)")
+            self.directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "tp-prom-\(UUID().uuidString)"
+            )
             try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
             self.port = try Self.freePort()
             let config = self.directory.appendingPathComponent("prometheus.yml")
@@ -90,7 +92,9 @@ enum PrometheusTools {
             allowed.insert(charactersIn: "-._~")
             let encoded = query.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
             let client = try TestClient(port: self.port)
-            try client.send("GET /api/v1/query?query=\(encoded) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            try client.send(
+                "GET /api/v1/query?query=\(encoded) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            )
             let response = try client.readResponse()
             guard response.status == 200,
                 let document = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],

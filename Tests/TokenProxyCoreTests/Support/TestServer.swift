@@ -18,7 +18,12 @@ final class TestProxy {
         if case .inet(let host, _) = configuration.listen {
             configuration.listen = .inet(host: host, port: 0)
         }
-        self.service = ProxyService(configuration: configuration, forwarder: forwarder, logger: logger, metrics: metrics)
+        self.service = ProxyService(
+            configuration: configuration,
+            forwarder: forwarder,
+            logger: logger,
+            metrics: metrics
+        )
         self.addresses = try self.service.start()
         guard case .inet(_, let port) = self.addresses.proxy else {
             self.port = 0
