@@ -24,7 +24,7 @@ enum ConfigLoader {
             throw ExitStatus.configError
         }
         for warning in configuration.warnings + configuration.unresolvableSecrets() {
-            Console.error("warning: \(warning)")
+            Console.warning("\(warning)")
         }
         return configuration
     }
@@ -48,9 +48,9 @@ enum ConfigLoader {
     }
 
     private static func report(_ path: String, _ problems: [ConfigurationProblem]) {
-        Console.error("\(path): \(problems.count) problem\(problems.count == 1 ? "" : "s"):")
-        for problem in problems {
-            Console.error("  \(problem)")
-        }
+        Console.problems(
+            "\(path): \(problems.count) problem\(problems.count == 1 ? "" : "s"):",
+            problems.map { "\($0)" }
+        )
     }
 }

@@ -1,9 +1,56 @@
 import Foundation
+import Logging
+import Synchronization
 
 /// Writing to standard error, where every command's diagnostics go (stdout carries only
 /// results, such as `token`'s token or `check`'s route table).
+///
+/// `serve --log-format json` routes these lines through its logger instead, so that every
+/// line on standard error, start-up warnings and fatal errors included, is one JSON object.
 enum Console {
+    private static let logger = Mutex<Logger?>(nil)
+
+    /// Sends diagnostics through `logger` from now on (`nil`: plain lines).
+    static func useLogger(_ logger: Logger?) {
+        self.logger.withLock { $0 = logger }
+    }
+
+    /// Writes an error.
     static func error(_ line: String) {
+        if let logger = self.logger.withLock({ $0 }) {
+            logger.error("\(line)")
+        } else {
+            self.write(line)
+        }
+    }
+
+    /// Writes a warning (`warning: ` in front as a plain line).
+    static func warning(_ line: String) {
+        if let logger = self.logger.withLock({ $0 }) {
+            logger.warning("\(line)")
+        } else {
+            self.write("warning: \(line)")
+        }
+    }
+
+    /// Writes a heading and the problems under it (a refused configuration): as plain lines,
+    /// the problems indented below the heading; through a logger, one critical line for the
+    /// heading and one error line per problem.
+    static func problems(_ heading: String, _ problems: [String]) {
+        if let logger = self.logger.withLock({ $0 }) {
+            logger.critical("\(heading)")
+            for problem in problems {
+                logger.error("\(problem)")
+            }
+        } else {
+            self.write(heading)
+            for problem in problems {
+                self.write("  \(problem)")
+            }
+        }
+    }
+
+    private static func write(_ line: String) {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 }

@@ -28,6 +28,7 @@ struct ServeCommand: ParsableCommand {
     func run() throws {
         LogSetup.bootstrap(format: self.logFormat, level: self.logLevel)
         let logger = Logger(label: "tokenproxy")
+        Console.useLogger(self.logFormat == .json ? logger : nil)
 
         let configuration = try ConfigLoader.load(self.options.path, listen: self.listen)
         let store = try ConfigLoader.openStore(configuration)
@@ -48,14 +49,16 @@ struct ServeCommand: ParsableCommand {
         // Answers are written by the engines in place; `0` sends each through the connection's
         // queue instead, for measurements (docs/architecture.md).
         let answersInPlace = ProcessEnvironment.variables["TOKENPROXY_ANSWERS_IN_PLACE"] != "0"
+        let metrics = ProxyMetrics()
         let forwarder = CurlForwarder(
             configuration: configuration,
             engines: engineKind.make(count: min(engineCount, 64)),
             store: store,
             answersInPlace: answersInPlace,
+            metrics: metrics,
             logger: logger
         )
-        let service = ProxyService(configuration: configuration, forwarder: forwarder, logger: logger)
+        let service = ProxyService(configuration: configuration, forwarder: forwarder, logger: logger, metrics: metrics)
         let bound: ProxyService.BoundAddresses
         do {
             bound = try service.start()

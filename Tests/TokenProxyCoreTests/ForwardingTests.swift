@@ -20,6 +20,7 @@ final class ForwardingFixture {
         answersInPlace: Bool = ForwardingFixture.answersInPlace,
         logger: Logger = TestLogging.logger,
         upstream: FakeUpstream? = nil,
+        metrics: ProxyMetrics = ProxyMetrics(),
         wrap: (CurlForwarder) -> any RouteForwarder = { $0 }
     ) throws {
         self.upstream = try upstream ?? FakeUpstream()
@@ -41,10 +42,12 @@ final class ForwardingFixture {
                     engines: engines ?? [engine ?? ForwardingFixture.engine],
                     store: store,
                     answersInPlace: answersInPlace,
+                    metrics: metrics,
                     logger: logger
                 )
             ),
-            logger: logger
+            logger: logger,
+            metrics: metrics
         )
     }
 

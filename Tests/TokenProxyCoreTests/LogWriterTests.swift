@@ -157,21 +157,41 @@ private func appendOnAThread(_ writer: LogWriter, count: Int, width: Int) -> Boo
         #expect(numbers.elementsEqual(0..<lines), "lines lost or out of order")
     }
 
+    /// docs/operations.md "Logs": Elastic Common Schema names, numbers as numbers, flags as
+    /// booleans, other keys under `tokenproxy.`.
     @Test func jsonLinesCarryTheEventAndItsMetadata() throws {
         let pipe = try LogPipe()
         var handler = LineLogHandler(label: "tokenproxy", format: .json, writer: LogWriter(descriptor: pipe.writeEnd))
         handler.metadata["route"] = "api"
         let logger = Logger(label: "tokenproxy") { _ in handler }
-        logger.info("request", metadata: ["status": "200", "path": "/v1/x\"y"])
+        logger.info(
+            "request",
+            metadata: [
+                "status": "200", "path": "/v1/x\"y\u{1}", "method": "GET", "duration_ms": "12", "bytes": "5",
+                "client": "127.0.0.1", "replayed": "true", "error": "token_unavailable", "custom": "7",
+            ]
+        )
         let text = pipe.read { $0.hasSuffix("\n") }
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String])
-        #expect(object["msg"] == "request")
-        #expect(object["level"] == "info")
-        #expect(object["logger"] == "tokenproxy")
-        #expect(object["route"] == "api")
-        #expect(object["status"] == "200")
-        #expect(object["path"] == "/v1/x\"y")
-        #expect(object["ts"] != nil)
+        #expect(text.utf8.count(where: { $0 == UInt8(ascii: "\n") }) == 1)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        #expect(object["message"] as? String == "request")
+        #expect(object["log.level"] as? String == "info")
+        #expect(object["log.logger"] as? String == "tokenproxy")
+        #expect(object["tokenproxy.route"] as? String == "api")
+        #expect(object["http.response.status_code"] as? Int == 200)
+        #expect(object["http.request.method"] as? String == "GET")
+        #expect(object["url.path"] as? String == "/v1/x\"y\u{1}")
+        #expect(object["event.duration"] as? Int == 12_000_000)
+        #expect(object["http.response.body.bytes"] as? Int == 5)
+        #expect(object["client.address"] as? String == "127.0.0.1")
+        #expect(object["tokenproxy.replayed"] as? Bool == true)
+        #expect(object["error.code"] as? String == "token_unavailable")
+        #expect(object["tokenproxy.custom"] as? String == "7")
+        let timestamp = try #require(object["@timestamp"] as? String)
+        #expect(timestamp.hasSuffix("Z") && timestamp.count == 24, "\(timestamp)")
+        let parser = ISO8601DateFormatter()
+        parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        #expect(parser.date(from: timestamp) != nil)
     }
 
     @Test func textLinesAreSwiftLogsStreamLinesThroughTheWriter() throws {

@@ -23,14 +23,14 @@ import Testing
         }
 
         /// The JSON log lines so far.
-        var lines: [[String: String]] {
+        var lines: [[String: Any]] {
             self.text.withLock { $0 }.split(separator: "\n").compactMap {
-                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String]
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
             }
         }
 
-        func line(_ message: String) -> [String: String]? {
-            self.lines.first { $0["msg"] == message }
+        func line(_ message: String) -> [String: Any]? {
+            self.lines.first { $0["message"] as? String == message }
         }
 
         var raw: String { self.text.withLock { $0 } }
@@ -71,7 +71,9 @@ import Testing
         try process.run()
         let errors = ErrorStream(stderr)
         let port = eventually {
-            errors.line("listening")?["listen"].flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) }
+            (errors.line("listening")?["server.address"] as? String).flatMap { $0.split(separator: ":").last }.flatMap {
+                UInt16($0)
+            }
         }
         if port == nil {
             process.terminate()
@@ -98,8 +100,8 @@ import Testing
 
         // The access line comes while the process goes on serving.
         let access = try #require(eventually { errors.line("request") }, "\(errors.raw)")
-        #expect(access["status"] == "204")
-        #expect(access["path"] == "/api/status/204")
+        #expect(access["http.response.status_code"] as? Int == 204)
+        #expect(access["url.path"] as? String == "/api/status/204")
 
         // SIGTERM: the line logged on the way out is written before the process ends.
         process.interrupt()
@@ -134,5 +136,73 @@ import Testing
         #expect(response.status == 204)
         #expect(upstream.requests.first?.headers.first("Authorization") == "Bearer serve-s3cret")
         #expect(trap.requests.isEmpty)
+    }
+
+    /// Runs `serve --log-format json` with `config` until `stop` says so, and returns its exit
+    /// status and standard error.
+    private func runJSON(config: String, until stop: (ErrorStream) -> Bool) throws -> (Int32, String) {
+        let directory = try ScriptDirectory()
+        let path = directory.path("proxy.json")
+        try config.write(toFile: path, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.binary)
+        process.arguments = ["serve", "--config", path, "--log-format", "json"]
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let errors = ErrorStream(stderr)
+        _ = eventually { stop(errors) || !process.isRunning }
+        if process.isRunning {
+            process.interrupt()
+        }
+        process.waitUntilExit()
+        _ = eventually { errors.raw.hasSuffix("\n") }
+        return (process.terminationStatus, errors.raw)
+    }
+
+    /// Every line is one JSON object with the documented fields (docs/operations.md "Logs").
+    private func objects(_ text: String) throws -> [[String: Any]] {
+        try text.split(separator: "\n").map { line in
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            let fields = try #require(object, "not a JSON object: \(line)")
+            #expect(fields["@timestamp"] is String, "\(line)")
+            #expect(fields["log.level"] is String, "\(line)")
+            #expect(fields["message"] is String, "\(line)")
+            return fields
+        }
+    }
+
+    @Test func startUpWarningsAreJSONLines() throws {
+        let (status, text) = try self.runJSON(
+            config: """
+                {"listen": "127.0.0.1:0", "token_store": "memory",
+                 "providers": {"api": {"grant": "static", "token": "literal-s3cret-token"}},
+                 "routes": [{"path_prefix": "/api", "upstream": "https://127.0.0.1:1", "provider": "api"}]}
+                """,
+            until: { $0.line("listening") != nil }
+        )
+        #expect(status == 0)
+        let lines = try self.objects(text)
+        let warning = try #require(lines.first { $0["log.level"] as? String == "warning" }, "\(text)")
+        #expect((warning["message"] as? String)?.contains("literal secret") == true)
+        #expect(lines.contains { $0["message"] as? String == "listening" })
+        #expect(!text.contains("literal-s3cret-token"))
+    }
+
+    @Test func aRefusedConfigurationIsJSONLines() throws {
+        let (status, text) = try self.runJSON(
+            config: """
+                {"listen": "127.0.0.1:0", "token_store": "memory", "lisen": "typo",
+                 "providers": {"api": {"grant": "static", "token": "literal-s3cret-token"}},
+                 "routes": [{"path_prefix": "/api", "upstream": "https://127.0.0.1:1", "provider": "nope"}]}
+                """,
+            until: { _ in false }
+        )
+        #expect(status == 2)
+        let lines = try self.objects(text)
+        #expect(lines.contains { $0["log.level"] as? String == "critical" }, "\(text)")
+        #expect(lines.filter { $0["log.level"] as? String == "error" }.count >= 2, "\(text)")
+        #expect(!text.contains("literal-s3cret-token"))
     }
 }

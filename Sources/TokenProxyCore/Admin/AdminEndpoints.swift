@@ -1,46 +1,81 @@
 import Foundation
 
-/// The admin endpoints (SPEC "Behaviour" 10): `healthz` and `status` so far.
+/// The admin endpoints (`docs/operations.md`): `healthz`, `readyz`, `status` and `metrics`.
 ///
 /// Served under the admin path prefix on the proxy's listener, or at the root of a separate
-/// admin listener. `status` never contains a secret: it lists names, grants and upstreams.
+/// admin listener. `status` never contains a secret: it lists names, grants and upstreams;
+/// `readyz` reports error codes and the messages a client would get.
 public struct AdminEndpoints: Sendable {
     /// The endpoint names, as the last path segment.
     enum Endpoint: String, CaseIterable {
         case healthz
+        case readyz
         case status
+        case metrics
     }
 
     private let configuration: ProxyConfiguration
     private let startedAt: Date
     private let openConnections: @Sendable () -> Int
+    private let credentials: CredentialRegistry?
+    private let metrics: ProxyMetrics?
 
-    /// Creates the endpoints over a configuration snapshot.
-    public init(configuration: ProxyConfiguration, startedAt: Date, openConnections: @escaping @Sendable () -> Int) {
+    /// Creates the endpoints over a configuration snapshot. `credentials` answers `readyz`
+    /// (without it, every provider is reported unavailable); `metrics` answers `metrics`.
+    public init(
+        configuration: ProxyConfiguration,
+        startedAt: Date,
+        openConnections: @escaping @Sendable () -> Int,
+        credentials: CredentialRegistry? = nil,
+        metrics: ProxyMetrics? = nil
+    ) {
         self.configuration = configuration
         self.startedAt = startedAt
         self.openConnections = openConnections
+        self.credentials = credentials
+        self.metrics = metrics
     }
 
     /// Whether `name` (the path below the admin prefix, without its leading slash) is an
     /// endpoint that load balancers and probes may call without the host and header checks.
     static func isProbe(_ name: String) -> Bool {
-        name == Endpoint.healthz.rawValue || name == "readyz"
+        name == Endpoint.healthz.rawValue || name == Endpoint.readyz.rawValue
     }
 
-    /// The response for the endpoint `name`, or a `no_route` error.
-    public func respond(to name: String, method: String) -> HTTPResponse {
+    /// Answers the endpoint `name` (or a `no_route` error) through `completion`, at once for
+    /// every endpoint but `readyz`, which may wait for token requests (a few seconds at most).
+    public func respond(
+        to name: String,
+        method: String,
+        completion: @escaping @Sendable (HTTPResponse) -> Void
+    ) {
         guard let endpoint = Endpoint(rawValue: name) else {
-            return ErrorResponse.response(for: ProxyError(.noRoute, "no admin endpoint '\(name)'"))
+            completion(ErrorResponse.response(for: ProxyError(.noRoute, "no admin endpoint '\(name)'")))
+            return
         }
         guard method == "GET" || method == "HEAD" else {
-            return ErrorResponse.response(for: ProxyError(.methodNotAllowed, "admin endpoints answer GET and HEAD"))
+            completion(
+                ErrorResponse.response(for: ProxyError(.methodNotAllowed, "admin endpoints answer GET and HEAD"))
+            )
+            return
         }
         switch endpoint {
         case .healthz:
-            return Self.json(HealthDocument(status: "ok"))
+            completion(Self.json(HealthDocument(status: "ok")))
+        case .readyz:
+            ReadinessCheck(
+                providers: Array(self.configuration.providers.values),
+                credentials: self.credentials,
+                timeout: min(ReadinessCheck.defaultTimeout, self.configuration.limits.tokenWaitSeconds)
+            ).run(completion: completion)
         case .status:
-            return Self.json(self.statusDocument())
+            completion(Self.json(self.statusDocument()))
+        case .metrics:
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: ProxyMetrics.contentType)
+            headers.add(name: "Cache-Control", value: "no-store")
+            let body = self.metrics?.exposition(openConnections: self.openConnections()) ?? []
+            completion(HTTPResponse(status: 200, headers: headers, body: body))
         }
     }
 

@@ -30,12 +30,19 @@ public final class CredentialRegistry: Sendable {
         var fetcher: UpstreamFetcher
         var store: any TokenStore
         var logger: Logger
+        var metrics: ProxyMetrics?
     }
 
     /// Builds the sources for `configuration`'s providers; token requests go through
-    /// `fetcher`, tokens are kept in `store`.
-    public init(configuration: ProxyConfiguration, fetcher: UpstreamFetcher, store: any TokenStore, logger: Logger) {
-        self.context = Context(fetcher: fetcher, store: store, logger: logger)
+    /// `fetcher`, tokens are kept in `store`, token requests are counted in `metrics`.
+    public init(
+        configuration: ProxyConfiguration,
+        fetcher: UpstreamFetcher,
+        store: any TokenStore,
+        metrics: ProxyMetrics? = nil,
+        logger: Logger
+    ) {
+        self.context = Context(fetcher: fetcher, store: store, logger: logger, metrics: metrics)
         self.entries = Mutex(Self.build(configuration, previous: [:], context: self.context))
     }
 
@@ -88,6 +95,7 @@ public final class CredentialRegistry: Sendable {
                 fetcher: context.fetcher,
                 store: context.store,
                 limits: limits,
+                metrics: context.metrics,
                 logger: context.logger
             )
         case .staticToken:

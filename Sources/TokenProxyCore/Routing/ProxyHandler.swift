@@ -41,23 +41,29 @@ public final class ProxyHandler: HTTPExchangeHandler {
     private let logger: Logger
     private let startedAt = Date()
     private let openConnections: @Sendable () -> Int
+    private let metrics: ProxyMetrics
 
-    /// Creates the handler. `openConnections` reports the servers' connection count.
+    /// Creates the handler. `openConnections` reports the servers' connection count; every
+    /// exchange is counted in `metrics`.
     public init(
         configuration: ProxyConfiguration,
         forwarder: any RouteForwarder,
         logger: Logger,
+        metrics: ProxyMetrics = ProxyMetrics(),
         openConnections: @escaping @Sendable () -> Int
     ) {
         self.forwarder = forwarder
         self.logger = logger
+        self.metrics = metrics
         self.openConnections = openConnections
         self.snapshot = Mutex(
             Self.makeSnapshot(
                 configuration,
                 startedAt: self.startedAt,
                 openConnections: openConnections,
-                logger: logger
+                logger: logger,
+                credentials: forwarder.credentialRegistry,
+                metrics: metrics
             )
         )
     }
@@ -66,7 +72,9 @@ public final class ProxyHandler: HTTPExchangeHandler {
         _ configuration: ProxyConfiguration,
         startedAt: Date,
         openConnections: @escaping @Sendable () -> Int,
-        logger: Logger
+        logger: Logger,
+        credentials: CredentialRegistry?,
+        metrics: ProxyMetrics
     ) -> Snapshot {
         var adminPrefix: String?
         if case .pathPrefix(let prefix) = configuration.admin {
@@ -82,7 +90,13 @@ public final class ProxyHandler: HTTPExchangeHandler {
             configuration: configuration,
             router: Router(routes: configuration.routes),
             policy: RequestPolicy(allowedHosts: configuration.allowedHosts, requireHeader: configuration.requireHeader),
-            admin: AdminEndpoints(configuration: configuration, startedAt: startedAt, openConnections: openConnections),
+            admin: AdminEndpoints(
+                configuration: configuration,
+                startedAt: startedAt,
+                openConnections: openConnections,
+                credentials: credentials,
+                metrics: metrics
+            ),
             adminPrefix: adminPrefix,
             routeLoggers: routeLoggers
         )
@@ -94,7 +108,9 @@ public final class ProxyHandler: HTTPExchangeHandler {
             configuration,
             startedAt: self.startedAt,
             openConnections: self.openConnections,
-            logger: self.logger
+            logger: self.logger,
+            credentials: self.forwarder.credentialRegistry,
+            metrics: self.metrics
         )
         self.snapshot.withLock { $0 = snapshot }
     }
@@ -157,17 +173,26 @@ public final class ProxyHandler: HTTPExchangeHandler {
             self.reject(exchange, error)
             return
         }
-        self.logAccess(exchange, route: "admin")
-        exchange.respond(snapshot.admin.respond(to: endpoint, method: exchange.head.method))
+        self.logAccess(exchange, route: "admin", metricsRoute: ProxyMetrics.adminRoute)
+        let bound = QueueBound(exchange, context: exchange.context)
+        snapshot.admin.respond(to: endpoint, method: exchange.head.method) { response in
+            bound.executeNowOrLater { $0.respond(response) }
+        }
     }
 
     private func reject(_ exchange: HTTPExchange, _ error: ProxyError) {
-        self.logAccess(exchange, route: error.route ?? "-", error: error)
+        self.logAccess(
+            exchange,
+            route: error.route ?? "-",
+            metricsRoute: error.route ?? ProxyMetrics.noRoute,
+            error: error
+        )
         exchange.respond(ErrorResponse.response(for: error))
     }
 
     /// Logs a request the connection rejected before it became an exchange.
     public func requestRejected(_ error: ProxyError, remoteAddress: String) {
+        self.metrics.requestFinished(route: ProxyMetrics.noRoute, status: error.code.status, duration: nil)
         self.logger.info(
             "rejected",
             metadata: [
@@ -179,12 +204,21 @@ public final class ProxyHandler: HTTPExchangeHandler {
         )
     }
 
-    /// Writes the access-log line when the exchange ends (SPEC "Behaviour" 11). The query is
-    /// never logged: it may carry keys.
-    private func logAccess(_ exchange: HTTPExchange, route: String, error: ProxyError? = nil) {
+    /// Counts the exchange in the metrics (under `metricsRoute`, by default `route`) and writes
+    /// the access-log line when it ends (`docs/operations.md` "Logs"). The query is never
+    /// logged: it may carry keys.
+    private func logAccess(
+        _ exchange: HTTPExchange,
+        route: String,
+        metricsRoute: String? = nil,
+        error: ProxyError? = nil
+    ) {
         let logger = self.logger
-        guard logger.logLevel <= .info else { return }
+        let metrics = self.metrics
+        let logs = logger.logLevel <= .info
         exchange.onComplete = { [unowned exchange] finished in
+            ExchangeMetrics.record(exchange, route: metricsRoute ?? route, in: metrics)
+            guard logs else { return }
             var metadata: Logger.Metadata = [
                 "method": "\(exchange.head.method)",
                 "path": "\(exchange.head.path)",

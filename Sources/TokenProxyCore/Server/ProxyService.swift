@@ -11,9 +11,18 @@ public final class ProxyService: Sendable {
     private let handler: ProxyHandler
     private let forwarder: any RouteForwarder
     private let logger: Logger
+    /// What the `metrics` endpoint exposes.
+    public let metrics: ProxyMetrics
 
-    /// Creates the service; ``start()`` binds its listeners.
-    public init(configuration: ProxyConfiguration, forwarder: any RouteForwarder, logger: Logger) {
+    /// Creates the service; ``start()`` binds its listeners. Exchanges are counted in `metrics`
+    /// (pass the forwarder's, so that token requests are counted in the same place).
+    public init(
+        configuration: ProxyConfiguration,
+        forwarder: any RouteForwarder,
+        logger: Logger,
+        metrics: ProxyMetrics = ProxyMetrics()
+    ) {
+        self.metrics = metrics
         self.configuration = configuration
         self.logger = logger
         self.forwarder = forwarder
@@ -33,6 +42,7 @@ public final class ProxyService: Sendable {
             configuration: configuration,
             forwarder: forwarder,
             logger: logger,
+            metrics: metrics,
             openConnections: { counter.count }
         )
         self.handler = handler

@@ -15,8 +15,8 @@ import Logging
 ///   cheaper for an access log of one line per request: the local time comes from
 ///   `localtime_r`, since `localtime` makes glibc `stat` `/etc/localtime` for every line, and
 ///   metadata is merged only when both sides have some.
-/// - `json`: one object with `ts`, `level`, `msg`, the label as `logger`, and every metadata
-///   key at the top level.
+/// - `json`: one object per line with Elastic Common Schema field names (``JSONLogLine``):
+///   `@timestamp`, `log.level`, `log.logger`, `message`, then the metadata.
 public struct LineLogHandler: LogHandler {
     /// How a line is written; the raw values are `--log-format`'s.
     public enum Format: String, Sendable, CaseIterable {
@@ -86,15 +86,13 @@ public struct LineLogHandler: LogHandler {
     }
 
     private func jsonLine(_ event: LogEvent, _ metadata: Logger.Metadata) -> [UInt8] {
-        var object: [String: String] = [:]
-        for (key, value) in metadata {
-            object[key] = "\(value)"
-        }
-        object["ts"] = Date().formatted(.iso8601.time(includingFractionalSeconds: true).year().month().day())
-        object["level"] = event.level.rawValue
-        object["msg"] = "\(event.message)"
-        object["logger"] = self.label
-        return JSONOutput.encode(object)
+        var line = JSONLogLine()
+        line.add("@timestamp", string: JSONLogLine.utcTimestamp())
+        line.add("log.level", string: event.level.rawValue)
+        line.add("log.logger", string: self.label)
+        line.add("message", string: "\(event.message)")
+        line.addMetadata(metadata)
+        return line.finish()
     }
 
     /// The local time to the second, with its UTC offset, as `StreamLogHandler` writes it.

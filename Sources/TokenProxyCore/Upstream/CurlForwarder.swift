@@ -34,6 +34,7 @@ public final class CurlForwarder: RouteForwarder {
         engines: [any CurlEngine],
         store: (any TokenStore)? = nil,
         answersInPlace: Bool = true,
+        metrics: ProxyMetrics? = nil,
         logger: Logger
     ) {
         precondition(!engines.isEmpty, "a forwarder needs an engine")
@@ -43,10 +44,14 @@ public final class CurlForwarder: RouteForwarder {
             configuration: configuration,
             fetcher: UpstreamFetcher(engine: engines[0]),
             store: store ?? configuration.tokenStore.makeStore(),
+            metrics: metrics,
             logger: logger
         )
         self.limits = configuration.limits
     }
+
+    /// The providers' credential sources, for `readyz`.
+    public var credentialRegistry: CredentialRegistry? { self.credentials }
 
     /// Applies a reloaded configuration to the providers.
     public func reload(_ configuration: ProxyConfiguration) {

@@ -57,9 +57,13 @@ struct ExchangeSink: CurlResponseSink {
                     exchange.finish()
                     onComplete(.finished)
                 case .abort?:
+                    exchange.logFields[ExchangeMetrics.upstreamErrorField] =
+                        ProxyMetrics.UpstreamErrorKind.aborted.rawValue
                     exchange.abort()
                     onComplete(.aborted)
                 case .fail(let error)?:
+                    exchange.logFields[ExchangeMetrics.upstreamErrorField] =
+                        error.code == .upstreamTimeout ? "timeout" : "unreachable"
                     exchange.respond(ErrorResponse.response(for: error))
                     onComplete(.failed(error))
                 case nil:

@@ -8,11 +8,17 @@ public protocol RouteForwarder: Sendable {
 
     /// Applies a reloaded configuration (providers may have changed).
     func reload(_ configuration: ProxyConfiguration)
+
+    /// The providers' credential sources, which `readyz` asks; `nil` when the forwarder has none.
+    var credentialRegistry: CredentialRegistry? { get }
 }
 
 extension RouteForwarder {
     /// Forwarders without configuration ignore reloads.
     public func reload(_ configuration: ProxyConfiguration) {}
+
+    /// Forwarders without providers have no credential sources.
+    public var credentialRegistry: CredentialRegistry? { nil }
 }
 
 /// The forwarder used until an upstream engine is configured: every routed request is

@@ -11,13 +11,19 @@ final class TestProxy {
     init(
         _ configuration: ProxyConfiguration = TestProxy.configuration(),
         forwarder: any RouteForwarder = UnavailableForwarder(),
-        logger: Logger = TestLogging.logger
+        logger: Logger = TestLogging.logger,
+        metrics: ProxyMetrics = ProxyMetrics()
     ) throws {
         var configuration = configuration
         if case .inet(let host, _) = configuration.listen {
             configuration.listen = .inet(host: host, port: 0)
         }
-        self.service = ProxyService(configuration: configuration, forwarder: forwarder, logger: logger)
+        self.service = ProxyService(
+            configuration: configuration,
+            forwarder: forwarder,
+            logger: logger,
+            metrics: metrics
+        )
         self.addresses = try self.service.start()
         guard case .inet(_, let port) = self.addresses.proxy else {
             self.port = 0

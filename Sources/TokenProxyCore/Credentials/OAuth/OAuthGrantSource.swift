@@ -20,6 +20,7 @@ final class OAuthGrantSource: CredentialSource {
     private let cache: SharedTokenCache
     private let store: any TokenStore
     private let logger: Logger
+    private let metrics: ProxyMetrics?
     /// The last access token a 401 refused: never taken back from the store.
     private let refused = Mutex<String?>(nil)
     /// Tokens obtained but not yet written (the store could not be written): newer than
@@ -32,8 +33,10 @@ final class OAuthGrantSource: CredentialSource {
         fetcher: UpstreamFetcher,
         store: any TokenStore,
         limits: Limits,
+        metrics: ProxyMetrics? = nil,
         logger: Logger
     ) {
+        self.metrics = metrics
         var provider = provider
         if provider.tokenURL == nil, let file = provider.serviceAccountFile {
             // A Google service-account key names its token endpoint.
@@ -67,6 +70,7 @@ final class OAuthGrantSource: CredentialSource {
             let outcome = self.fetchHoldingLock(replacing: replacing, deadline: deadline)
             if case .success(let token) = outcome {
                 self.scheduleBackgroundRefresh(of: token)
+                self.metrics?.tokenObtained(provider: self.provider.name, expiresAt: token.expiresAt)
             }
             self.cache.complete(outcome)
         }
@@ -136,6 +140,7 @@ final class OAuthGrantSource: CredentialSource {
         }
 
         let result = Blocking.wait { done in self.client.request(parameters, deadline: deadline, completion: done) }
+        self.metrics?.tokenRequested(provider: name, succeeded: (try? result.get()) != nil)
         switch result {
         case .success(let issued):
             let grant = StoredGrant.issued(

@@ -1,0 +1,207 @@
+import CoreMetrics
+import Prometheus
+import Synchronization
+
+/// The proxy's metrics (`docs/operations.md` "Metrics"), recorded through swift-metrics into a
+/// Prometheus registry of their own and exposed in the Prometheus text format.
+///
+/// Each service holds one instance and hands the factory to swift-metrics explicitly, so the
+/// process-wide `MetricsSystem` is never bootstrapped and several services in one process
+/// (tests) keep separate counts. Label values come only from the configuration (route and
+/// provider names) and from fixed words (status classes, results, error kinds), so no request
+/// can create a series.
+public final class ProxyMetrics: Sendable {
+    /// The `route` label of a request that matched no route (or was refused before routing).
+    public static let noRoute = "none"
+    /// The `route` label of a request to an admin endpoint.
+    public static let adminRoute = "admin"
+
+    /// Why an upstream exchange failed: the `kind` label of `tokenproxy_upstream_errors_total`.
+    public enum UpstreamErrorKind: String, Sendable, CaseIterable {
+        /// No response: connect or TLS failure, reset before the head (502 `upstream_unreachable`).
+        case unreachable
+        /// No response head within the first-byte timeout (504 `upstream_timeout`).
+        case timeout
+        /// The response broke off after its head went out; the client connection was aborted.
+        case aborted
+    }
+
+    /// The metric names and their `# HELP` texts.
+    static let help: [String: String] = [
+        Names.requests: "Requests answered, by route and status class.",
+        Names.duration: "Time from the request head to the end of the response, by route.",
+        Names.upstreamErrors: "Upstream exchanges that failed, by route and kind.",
+        Names.tokenRequests: "Requests to token endpoints, by provider and result.",
+        Names.openConnections: "Open client connections on every listener.",
+        Names.tokenExpiresIn: "Seconds until the provider's current access token expires.",
+        Names.replays: "Requests replayed after a 401 from the upstream, by route.",
+    ]
+
+    enum Names {
+        static let requests = "tokenproxy_requests_total"
+        static let duration = "tokenproxy_request_duration_seconds"
+        static let upstreamErrors = "tokenproxy_upstream_errors_total"
+        static let tokenRequests = "tokenproxy_token_requests_total"
+        static let openConnections = "tokenproxy_open_connections"
+        static let tokenExpiresIn = "tokenproxy_token_expires_in_seconds"
+        static let replays = "tokenproxy_replays_total"
+    }
+
+    /// The upper bounds of the request duration buckets, in seconds.
+    static let durationBuckets: [Duration] = [
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+        .seconds(30), .seconds(60),
+    ]
+
+    private let registry: PrometheusCollectorRegistry
+    private let factory: PrometheusMetricsFactory
+    private let counters = Mutex<[SeriesKey: CoreMetrics.Counter]>([:])
+    private let timers = Mutex<[String: CoreMetrics.Timer]>([:])
+    private let expiryGauges = Mutex<[String: Expiry]>([:])
+    private let openConnections: CoreMetrics.Gauge
+
+    private struct SeriesKey: Hashable {
+        var name: String
+        var labels: [String]
+    }
+
+    private struct Expiry {
+        var gauge: CoreMetrics.Gauge
+        var expiresAt: ContinuousClock.Instant?
+    }
+
+    /// Creates an empty set of metrics with a registry of its own.
+    public init() {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets[Names.duration] = Self.durationBuckets
+        self.registry = registry
+        self.factory = factory
+        self.openConnections = CoreMetrics.Gauge(label: Names.openConnections, factory: factory)
+    }
+
+    /// The `status` label: the status class (`2xx` ... `5xx`), or `none` when no response
+    /// head was sent (the client left, or the exchange was aborted before an answer).
+    static func statusClass(_ status: Int?) -> String {
+        guard let status, (100...599).contains(status) else { return "none" }
+        return "\(status / 100)xx"
+    }
+
+    /// Counts one answered request of `route` and, when known, its duration.
+    public func requestFinished(route: String, status: Int?, duration: Duration?) {
+        self.counter(Names.requests, [("route", route), ("status", Self.statusClass(status))]).increment()
+        if let duration {
+            self.timer(route: route).recordNanoseconds(Self.nanoseconds(duration))
+        }
+    }
+
+    /// Counts one failed upstream exchange of `route`.
+    public func upstreamFailed(route: String, kind: UpstreamErrorKind) {
+        self.counter(Names.upstreamErrors, [("route", route), ("kind", kind.rawValue)]).increment()
+    }
+
+    /// Counts one replay of a request of `route` after a 401.
+    public func replayed(route: String) {
+        self.counter(Names.replays, [("route", route)]).increment()
+    }
+
+    /// Counts one token request for `provider` (retries of a transient failure within it
+    /// included) by whether it gave a token.
+    public func tokenRequested(provider: String, succeeded: Bool) {
+        self.counter(Names.tokenRequests, [("provider", provider), ("result", succeeded ? "success" : "error")])
+            .increment()
+    }
+
+    /// Records the expiry of `provider`'s current token (`nil`: none given, valid until a
+    /// 401), for `tokenproxy_token_expires_in_seconds`.
+    public func tokenObtained(provider: String, expiresAt: ContinuousClock.Instant?) {
+        let factory = self.factory
+        self.expiryGauges.withLock { gauges in
+            if gauges[provider] == nil {
+                let gauge = CoreMetrics.Gauge(
+                    label: Names.tokenExpiresIn,
+                    dimensions: [("provider", provider)],
+                    factory: factory
+                )
+                gauges[provider] = Expiry(gauge: gauge, expiresAt: expiresAt)
+            } else {
+                gauges[provider]?.expiresAt = expiresAt
+            }
+        }
+    }
+
+    /// The Prometheus text exposition (version 0.0.4) of every series, with the gauges that
+    /// depend on the time of the scrape brought up to date first.
+    public func exposition(openConnections: Int) -> [UInt8] {
+        self.openConnections.record(openConnections)
+        let now = ContinuousClock.now
+        self.expiryGauges.withLock { gauges in
+            for expiry in gauges.values {
+                guard let expiresAt = expiry.expiresAt else {
+                    // No expiry known: the token is valid until a 401.
+                    expiry.gauge.record(-1)
+                    continue
+                }
+                let left = Double((expiresAt - now).milliseconds) / 1000
+                expiry.gauge.record(max(0, left))
+            }
+        }
+        return Self.addingHelp(to: self.registry.emitToBuffer())
+    }
+
+    /// The content type of ``exposition(openConnections:)``.
+    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    /// Puts a `# HELP` line before each family's `# TYPE` line. The registry writes help only
+    /// for metrics it made itself; swift-metrics handlers carry none.
+    static func addingHelp(to text: [UInt8]) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(text.count + 1024)
+        let typePrefix = Array("# TYPE ".utf8)
+        for line in text.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            if line.starts(with: typePrefix) {
+                let rest = line.dropFirst(typePrefix.count)
+                let name = String(decoding: rest.prefix { $0 != UInt8(ascii: " ") }, as: UTF8.self)
+                if let help = Self.help[name] {
+                    output.append(contentsOf: "# HELP \(name) \(help)\n".utf8)
+                }
+            }
+            output.append(contentsOf: line)
+            output.append(UInt8(ascii: "\n"))
+        }
+        return output
+    }
+
+    private func counter(_ name: String, _ labels: [(String, String)]) -> CoreMetrics.Counter {
+        let key = SeriesKey(name: name, labels: labels.map(\.1))
+        let factory = self.factory
+        return self.counters.withLock { counters in
+            if let existing = counters[key] {
+                return existing
+            }
+            let counter = CoreMetrics.Counter(label: name, dimensions: labels, factory: factory)
+            counters[key] = counter
+            return counter
+        }
+    }
+
+    private func timer(route: String) -> CoreMetrics.Timer {
+        let factory = self.factory
+        return self.timers.withLock { timers in
+            if let existing = timers[route] {
+                return existing
+            }
+            let timer = CoreMetrics.Timer(label: Names.duration, dimensions: [("route", route)], factory: factory)
+            timers[route] = timer
+            return timer
+        }
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return .max }
+        return product &+ attoseconds / 1_000_000_000
+    }
+}
