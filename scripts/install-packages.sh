@@ -2,8 +2,8 @@
 # Installs the Debian packages tokenproxy needs that are missing: `build` for building and
 # running it (libcurl's headers), `test` for the test suite as well (nginx and openssl for the
 # TLS tests, Chromium for the browser tests, Prometheus and promtool for the metrics tests,
-# python3-venv for the project's Python
-# environment). Uses sudo only when not run as root, so it works in a bare container too.
+# python3-venv for the project's Python environment). Uses sudo only when not run as root,
+# so it works in a bare container too.
 set -euo pipefail
 
 packages=(libcurl4-openssl-dev pkg-config ca-certificates)
