@@ -26,7 +26,7 @@ RUN swift build -c release --static-swift-stdlib --product tokenproxy \
 # Runtime stage: libcurl, CA certificates and an unprivileged user; nothing else. Nothing is
 # written outside /var/lib/tokenproxy (the state volume), so the container runs with a
 # read-only root filesystem.
-FROM debian:12.11-slim
+FROM debian:12.15-slim
 # DL3008: as in the build stage.
 # hadolint ignore=DL3008
 RUN apt-get update \

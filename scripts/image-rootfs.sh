@@ -4,7 +4,9 @@
 # user 10001, the release binary built as the Dockerfile builds it, the health check script),
 # then runs `tokenproxy serve` in it with chroot as user 10001, the root filesystem mounted
 # read-only and only the state volume writable, and sends one request through it to a local
-# upstream on loopback. Succeeds when the upstream saw the injected Authorization header.
+# upstream on loopback, with a static token from a file secret and one from a client_credentials
+# token endpoint. Succeeds when the upstream saw both injected Authorization headers and the
+# token store was written to the state volume.
 #
 # Needs root (debootstrap, mounts, chroot), debootstrap and python3; takes several minutes.
 # Not part of CI: scripts/check-deploy.sh runs the static checks. deploy/README.md records a run.
@@ -70,27 +72,51 @@ for x in s: x.bind(("127.0.0.1", 0))
 print(" ".join(str(x.getsockname()[1]) for x in s))')"
 read -r proxy_port upstream_port <<<"$ports"
 token="rootfs-$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
+issued="issued-$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
 printf '%s\n' "$token" >"$work/secrets/upstream_token"
-chown "$uid:$uid" "$work/secrets/upstream_token" "$work/state"
-chmod 0400 "$work/secrets/upstream_token"
+printf 'rootfs-client-secret\n' >"$work/secrets/client_secret"
+chown "$uid:$uid" "$work/secrets/upstream_token" "$work/secrets/client_secret" "$work/state"
+chmod 0400 "$work/secrets/upstream_token" "$work/secrets/client_secret"
+# A secret as Kubernetes and Docker mount one: root's, read-only for everybody.
+printf 'mounted\n' >"$work/secrets/mounted_token"
+chmod 0444 "$work/secrets/mounted_token"
+cat >"$work/config/mounted-secret.json" <<JSON
+{
+  "providers": {"mounted": {"grant": "static", "token": {"file": "/run/secrets/mounted_token"}}},
+  "routes": [{"path_prefix": "/mounted", "upstream": "https://api.example.com", "provider": "mounted"}]
+}
+JSON
 chmod 0700 "$work/state"
 cat >"$work/config/proxy.json" <<JSON
 {
   "listen": "127.0.0.1:$proxy_port",
-  "providers": {"upstream": {"grant": "static", "token": {"file": "/run/secrets/upstream_token"}}},
+  "providers": {
+    "upstream": {"grant": "static", "token": {"file": "/run/secrets/upstream_token"}},
+    "issuer": {"grant": "client_credentials", "token_url": "http://127.0.0.1:$upstream_port/token",
+               "allow_insecure_endpoints": true, "client_id": "rootfs",
+               "client_secret": {"file": "/run/secrets/client_secret"}}
+  },
   "routes": [
     {"path_prefix": "/echo", "upstream": "http://127.0.0.1:$upstream_port",
-     "provider": "upstream", "allow_insecure_upstream": true}
+     "provider": "upstream", "allow_insecure_upstream": true},
+    {"path_prefix": "/issued", "upstream": "http://127.0.0.1:$upstream_port",
+     "provider": "issuer", "allow_insecure_upstream": true}
   ]
 }
 JSON
 
 step "upstream: python3 on 127.0.0.1:$upstream_port, answering with the Authorization it received"
-python3 - "$upstream_port" >"$work/upstream.log" 2>&1 <<'PY' &
+# POST /token is a client_credentials token endpoint (RFC 6749 §4.4) issuing one fixed token.
+python3 - "$upstream_port" "$issued" >"$work/upstream.log" 2>&1 <<'PY' &
 import http.server, json, sys
 class Echo(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.answer({"access_token": sys.argv[2], "token_type": "Bearer", "expires_in": 3600})
     def do_GET(self):
-        body = json.dumps({"path": self.path, "authorization": self.headers.get("Authorization")}).encode()
+        self.answer({"path": self.path, "authorization": self.headers.get("Authorization")})
+    def answer(self, value):
+        body = json.dumps(value).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -102,7 +128,7 @@ upstream_pid=$!
 trap 'kill "$upstream_pid" 2>/dev/null || true; cleanup' EXIT
 
 step "run: a private mount namespace, root read-only, tokenproxy as $uid:$uid"
-export root work uid proxy_port token
+export root work uid proxy_port token issued
 unshare --mount --propagation private bash -euo pipefail <<'INNER'
 mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
@@ -142,21 +168,40 @@ echo "process: $(ps -o uid=,gid=,comm= -p "$proxy" | tr -s ' ') (uid, gid, comma
 
 answer="$(curl -sS "http://127.0.0.1:$proxy_port/echo/hello?x=1")"
 echo "GET /echo/hello?x=1 -> $answer" | sed "s/$token/<the secret file's token>/"
+issued_answer="$(curl -sS "http://127.0.0.1:$proxy_port/issued/data")"
+echo "GET /issued/data -> $issued_answer" | sed "s/$issued/<the token endpoint's token>/"
 healthz="$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$proxy_port/_tokenproxy/healthz")"
 readyz="$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$proxy_port/_tokenproxy/readyz")"
 echo "healthz -> $healthz, readyz -> $readyz"
 "${as_user[@]}" "${in_image[@]}" TOKENPROXY_HEALTH_ADDR="127.0.0.1:$proxy_port" \
     /bin/bash /usr/local/lib/tokenproxy/healthcheck && echo "image HEALTHCHECK -> healthy"
 
+kill -HUP "$proxy"
+after_reload="$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$proxy_port/echo/again")"
+echo "SIGHUP (reload) -> still serving: GET /echo/again -> $after_reload"
+
+# Informational: the secret rules accept another user's read-only file (docs/security.md).
+if "${as_user[@]}" "${in_image[@]}" /usr/local/bin/tokenproxy check --config /etc/tokenproxy/mounted-secret.json \
+    >"$work/mounted.log" 2>&1; then
+    echo "a root-owned 0444 secret file (a Kubernetes or Docker secret mount): accepted"
+else
+    echo "a root-owned 0444 secret file (a Kubernetes or Docker secret mount): REFUSED:"
+    sed 's/^/  /' "$work/mounted.log"
+fi
+
 kill -TERM "$proxy"
 status=0
 wait "$proxy" || status=$?
 echo "SIGTERM -> exit $status"
-echo "written to the state volume: $(cd "$work/state" && find . -mindepth 1 -printf '%p (%m) ' | sed 's/ $//')"
+echo "written to the state volume: $(cd "$work/state" && find . -mindepth 1 -printf '%p (mode %m, uid %U) ' | sed 's/ $//')"
 echo "proxy log:"; sed 's/^/  /' "$work/proxy.log"
 
 expected="\"authorization\": \"Bearer $token\""
 [[ "$answer" == *"$expected"* ]] || { echo "FAILED: the upstream did not get the injected header"; exit 1; }
-[ "$healthz" = 200 ] && [ "$status" = 0 ] || { echo "FAILED: healthz $healthz, exit $status"; exit 1; }
-echo "PASSED: served in the image's root filesystem, read-only, as user $uid, with the injected header"
+[[ "$issued_answer" == *"\"authorization\": \"Bearer $issued\""* ]] \
+    || { echo "FAILED: the client_credentials route did not get its token"; exit 1; }
+[ -f "$work/state/tokenproxy/tokens.json" ] || { echo "FAILED: no token store in the state volume"; exit 1; }
+[ "$healthz" = 200 ] && [ "$after_reload" = 200 ] && [ "$status" = 0 ] \
+    || { echo "FAILED: healthz $healthz, after reload $after_reload, exit $status"; exit 1; }
+echo "PASSED: served in the image's root filesystem, read-only, as user $uid, with the injected headers; the token store is on the state volume"
 INNER
