@@ -62,7 +62,7 @@ install -D -m 0755 "$binary" "$root/usr/local/bin/tokenproxy"
 install -D -m 0755 deploy/docker/healthcheck.sh "$root/usr/local/lib/tokenproxy/healthcheck"
 # shellcheck disable=SC2016  # ${Version} is dpkg-query's format, not the shell's
 echo "debian $(cat "$root/etc/debian_version"), $(chroot "$root" dpkg-query -W -f '${Version}' libcurl4) libcurl4," \
-    "$(du -sh --exclude=proc "$root" | cut -f1) in all"
+    "tokenproxy $(du -h "$root/usr/local/bin/tokenproxy" | cut -f1)"
 
 step "config, secret and state: what the container gets as mounts"
 mkdir -p "$work/config" "$work/secrets" "$work/state"
