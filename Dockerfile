@@ -1,5 +1,14 @@
-# Build stage: the Swift toolchain image with libcurl's headers.
-FROM swift:6.1-bookworm AS build
+# syntax=docker/dockerfile:1
+# tokenproxy container image: deploy/README.md tells how to run it (Docker, a Kubernetes sidecar)
+# and how the image is checked (scripts/check-deploy.sh, scripts/image-rootfs.sh).
+
+# Build stage: the Swift toolchain image the project is built and tested with, plus libcurl's headers.
+FROM swift:6.3.1-bookworm AS build
+# DL3008 (pin apt package versions) does not fit Debian stable: the archive keeps only the
+# current version of each package in bookworm and bookworm-security, so a pinned version
+# disappears at the next security update and the build breaks. The base image tag fixes the
+# release; apt brings its current, patched packages.
+# hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libcurl4-openssl-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
@@ -14,15 +23,31 @@ RUN swift build -c release --static-swift-stdlib --product tokenproxy \
         -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
     && install -D "$(swift build -c release --show-bin-path)/tokenproxy" /out/tokenproxy
 
-# Runtime stage: libcurl, CA certificates and an unprivileged user; nothing else.
-FROM debian:bookworm-slim
+# Runtime stage: libcurl, CA certificates and an unprivileged user; nothing else. Nothing is
+# written outside /var/lib/tokenproxy (the state volume), so the container runs with a
+# read-only root filesystem.
+FROM debian:12.15-slim
+# DL3008: as in the build stage.
+# hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libcurl4 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --home-dir /var/lib/tokenproxy --create-home tokenproxy
+    && groupadd --system --gid 10001 tokenproxy \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/tokenproxy --no-create-home \
+        --shell /usr/sbin/nologin tokenproxy \
+    && install -d -o 10001 -g 10001 -m 0700 /var/lib/tokenproxy
 COPY --from=build /out/tokenproxy /usr/local/bin/tokenproxy
-USER tokenproxy
+COPY deploy/docker/healthcheck.sh /usr/local/lib/tokenproxy/healthcheck
+# The token store is $XDG_STATE_HOME/tokenproxy/tokens.json; tokenproxy creates that directory
+# (mode 0700) inside the volume, so the volume's own mode does not matter.
 ENV XDG_STATE_HOME=/var/lib/tokenproxy
+VOLUME ["/var/lib/tokenproxy"]
+# Numeric, so that a runtime (Kubernetes' runAsNonRoot) can tell it is not root.
+USER 10001:10001
 EXPOSE 8080
+# GET healthz over loopback with bash's /dev/tcp (the image has no HTTP client); set
+# TOKENPROXY_HEALTH_ADDR and TOKENPROXY_HEALTH_PATH when the config moves the admin endpoints.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["/bin/bash", "/usr/local/lib/tokenproxy/healthcheck"]
 ENTRYPOINT ["/usr/local/bin/tokenproxy"]
 CMD ["serve", "--config", "/etc/tokenproxy/proxy.json"]
