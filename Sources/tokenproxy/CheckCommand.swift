@@ -12,6 +12,9 @@ struct CheckCommand: ParsableCommand {
 
     func run() throws {
         let configuration = try ConfigLoader.load(self.options.path)
+        for note in configuration.sharedSecretFiles() {
+            Console.note("\(note)")
+        }
         let table = configuration.routeTable()
         print(table, terminator: table.hasSuffix("\n") ? "" : "\n")
     }

@@ -33,6 +33,16 @@ enum Console {
         }
     }
 
+    /// Writes a note: something worth knowing that is not wrong (`note: ` in front as a plain
+    /// line; `notice` through a logger).
+    static func note(_ line: String) {
+        if let logger = self.logger.withLock({ $0 }) {
+            logger.notice("\(line)")
+        } else {
+            self.write("note: \(line)")
+        }
+    }
+
     /// Writes a heading and the problems under it (a refused configuration): as plain lines,
     /// the problems indented below the heading; through a logger, one critical line for the
     /// heading and one error line per problem.

@@ -29,6 +29,8 @@ enum ConfigurationFile {
         var changeNanoseconds: Int
         /// The permission bits (`0o600`...).
         var permissions: UInt32
+        /// `st_uid`: the file's owner.
+        var owner: UInt32
     }
 
     /// Why a file could not be read; the message names the path, never the contents.
@@ -107,7 +109,8 @@ extension ConfigurationFile.Stamp {
             modificationNanoseconds: Int(modification.tv_nsec),
             changeSeconds: Int(change.tv_sec),
             changeNanoseconds: Int(change.tv_nsec),
-            permissions: UInt32(info.st_mode) & 0o7777
+            permissions: UInt32(info.st_mode) & 0o7777,
+            owner: UInt32(info.st_uid)
         )
     }
 }

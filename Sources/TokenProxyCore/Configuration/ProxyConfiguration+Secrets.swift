@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 extension ProxyConfiguration {
     /// Every secret in the configuration with its JSON path, in a stable order.
     var secrets: [(path: String, secret: Secret)] {
@@ -51,19 +55,14 @@ extension ProxyConfiguration {
         return problems
     }
 
-    /// Secret files and service-account files that group or others may read or write, and a
-    /// token store file or directory open to them or owned by another user (RFC 6819
-    /// §5.3.3), each with the command that fixes it. These refuse start-up.
+    /// Secret files and service-account files that must not be used (RFC 6819 §5.3.3): one of
+    /// this process's user that group or others may read or write, and any file that others
+    /// may write; and a token store file or directory open to group or others or owned by
+    /// another user. Each names the command that fixes it. These refuse start-up.
     public func secretPermissionProblems() -> [ConfigurationProblem] {
         var problems: [ConfigurationProblem] = []
-        for (path, secret) in self.secrets {
-            if let file = secret.filePath, let problem = Self.permissionProblem(file) {
-                problems.append(ConfigurationProblem(path: path, message: problem))
-            }
-        }
-        for name in self.providers.keys.sorted() {
-            if let file = self.providers[name]?.serviceAccountFile, let problem = Self.permissionProblem(file) {
-                let path = ConfigurationPath.join(ConfigurationPath.join("providers", name), "service_account_file")
+        for (path, file) in self.secretFiles {
+            if let problem = Self.permissionProblem(file) {
                 problems.append(ConfigurationProblem(path: path, message: problem))
             }
         }
@@ -77,11 +76,56 @@ extension ProxyConfiguration {
         return problems
     }
 
-    /// "… is readable or writable by group or others (mode 0644); fix it with: chmod 600 PATH",
-    /// or `nil` when the file is private or does not exist.
+    /// Secret files that belong to another user and that group or others may read: how
+    /// Kubernetes (root-owned, `0644` by default) and Docker (`0444` under `/run/secrets`)
+    /// mount secrets. This user cannot change their mode, and nobody but their owner can
+    /// change their contents, so they are used; `check` names them so that the choice is seen.
+    public func sharedSecretFiles() -> [ConfigurationProblem] {
+        var notes: [ConfigurationProblem] = []
+        for (path, file) in self.secretFiles {
+            guard let stamp = ConfigurationFile.stamp(path: file), stamp.owner != Self.processOwner,
+                stamp.permissions & 0o044 != 0, stamp.permissions & 0o002 == 0
+            else { continue }
+            let mode = String(stamp.permissions & 0o777, radix: 8)
+            let message = "\(file) belongs to uid \(stamp.owner) and is readable by others (mode 0\(mode)): "
+                + "used as a secret mounted by the platform"
+            notes.append(ConfigurationProblem(path: path, message: message))
+        }
+        return notes
+    }
+
+    /// Every secret given as a file, and every service-account file, with its JSON path.
+    private var secretFiles: [(path: String, file: String)] {
+        var files: [(path: String, file: String)] = []
+        for (path, secret) in self.secrets {
+            if let file = secret.filePath { files.append((path, file)) }
+        }
+        for name in self.providers.keys.sorted() {
+            if let file = self.providers[name]?.serviceAccountFile {
+                files.append((ConfigurationPath.join(ConfigurationPath.join("providers", name), "service_account_file"), file))
+            }
+        }
+        return files
+    }
+
+    /// The effective user id files are compared with.
+    private static var processOwner: UInt32 { UInt32(geteuid()) }
+
+    /// Why the secret file at `file` (symbolic links followed, as a mounted secret's
+    /// `..data` links are) must not be used, with the command that fixes it, or `nil` when it
+    /// may be used or does not exist:
+    /// - writable by others: anyone could replace the secret (`chmod o-w`);
+    /// - this user's own file open to group or others: this user can close it (`chmod 600`).
+    /// A file of another user that others may only read is a platform's mount: see
+    /// ``sharedSecretFiles()``.
     static func permissionProblem(_ file: String) -> String? {
-        guard let stamp = ConfigurationFile.stamp(path: file), stamp.permissions & 0o066 != 0 else { return nil }
+        guard let stamp = ConfigurationFile.stamp(path: file) else { return nil }
         let mode = String(stamp.permissions & 0o777, radix: 8)
+        if stamp.permissions & 0o002 != 0 {
+            let fix = stamp.owner == Self.processOwner ? "chmod 600 \(file)" : "chmod o-w \(file) (as its owner)"
+            return "\(file) is writable by others (mode 0\(mode)); fix it with: \(fix)"
+        }
+        guard stamp.owner == Self.processOwner, stamp.permissions & 0o066 != 0 else { return nil }
         return "\(file) is readable or writable by group or others (mode 0\(mode)); fix it with: chmod 600 \(file)"
     }
 }
