@@ -25,7 +25,10 @@ private final class KubeletSecretVolume {
         try FileManager.default.createDirectory(atPath: self.path, withIntermediateDirectories: false)
         try self.update(files: files, mode: mode)
         for name in files.keys {
-            try FileManager.default.createSymbolicLink(atPath: self.path + "/" + name, withDestinationPath: "..data/" + name)
+            try FileManager.default.createSymbolicLink(
+                atPath: self.path + "/" + name,
+                withDestinationPath: "..data/" + name
+            )
         }
     }
 

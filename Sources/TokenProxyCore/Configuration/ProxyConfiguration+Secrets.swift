@@ -87,7 +87,8 @@ extension ProxyConfiguration {
                 stamp.permissions & 0o044 != 0, stamp.permissions & 0o002 == 0
             else { continue }
             let mode = String(stamp.permissions & 0o777, radix: 8)
-            let message = "\(file) belongs to uid \(stamp.owner) and is readable by others (mode 0\(mode)): "
+            let message =
+                "\(file) belongs to uid \(stamp.owner) and is readable by group or others (mode 0\(mode)): "
                 + "used as a secret mounted by the platform"
             notes.append(ConfigurationProblem(path: path, message: message))
         }
@@ -102,7 +103,9 @@ extension ProxyConfiguration {
         }
         for name in self.providers.keys.sorted() {
             if let file = self.providers[name]?.serviceAccountFile {
-                files.append((ConfigurationPath.join(ConfigurationPath.join("providers", name), "service_account_file"), file))
+                files.append(
+                    (ConfigurationPath.join(ConfigurationPath.join("providers", name), "service_account_file"), file)
+                )
             }
         }
         return files
