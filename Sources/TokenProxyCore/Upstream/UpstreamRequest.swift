@@ -22,7 +22,7 @@ public struct UpstreamRequest: Sendable, Equatable {
 }
 
 /// Builds ``UpstreamRequest``s: hop-by-hop removal, `X-Forwarded-*`, Host, the route's
-/// header edits and the credential (SPEC "Behaviour" 3, "Security rules").
+/// header edits and the credential (`docs/upstream.md`, "Request headers").
 public enum UpstreamRequestBuilder {
     /// Hop-by-hop fields (RFC 9110 §7.6.1) and fields the engine frames itself; never forwarded.
     static let hopByHop = HeaderNameSet([
@@ -65,10 +65,12 @@ public enum UpstreamRequestBuilder {
         // One pass removes what never goes upstream as the client sent it: hop-by-hop and
         // framing fields, the fields the client's Connection header names (processed before
         // anything is injected, so a client cannot name the credential as hop-by-hop; RFC 9110
-        // §7.6.1), the route's `remove_headers`, the client's credential header where the
-        // proxy sets it, and `X-Forwarded-*`, set again below.
+        // §7.6.1), the route's `remove_headers`, the proxy's own fields (the `require_header`
+        // secret), the client's credential header where the proxy sets it, and
+        // `X-Forwarded-*`, set again below.
         var named = head.headers.tokens("Connection")
         named += route.removeHeaders
+        named += match.withheldHeaders
         let credentialHeader = credential?.name ?? "Authorization"
         if route.provider != nil, route.incomingAuthorization == .replace || credential != nil {
             named.append(credentialHeader)
