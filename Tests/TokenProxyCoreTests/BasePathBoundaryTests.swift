@@ -14,7 +14,7 @@ private let escapes: [String] = [
     "/x%5c%2e%2e%5c%2e%2e%5cprojectB", "/.%5c", "/..%2f",
     // Double (and deeper) encoding.
     "/%252e%252e/admin", "/%252e%252e%252fadmin", "/x/%25252e%25252e/admin", "/..%252fadmin", "/..%255cadmin",
-    "/%252%65%252%65/admin",
+    "/%252%65%252%65/admin", "/a%2525252541", "/%" + String(repeating: "25", count: 2000) + "2e",
     // Path parameters (Tomcat, Spring, Jetty).
     "/..;/admin", "/..;jsessionid=x/admin", "/.;/admin", "/x/..;a=b/..;/v1/projectB", "/%2e%2e;/admin",
     "/..%3b/admin", "/..%3bjsessionid=x/admin", "/.%2e;x=%2f/admin", "/x;a=%2f..%2f../projectB",
@@ -36,7 +36,7 @@ private let escapes: [String] = [
 private let ordinary: [String] = [
     "", "/", "/items/7", "/a%20b", "/%41", "/a;b", "/a;b=c/d", "/~user", "/caf%C3%A9", "/%E6%97%A5%E6%9C%AC",
     "/.well-known/openid-configuration", "/a..b", "/..a", "/a.", "/file.tar.gz", "/a%3fb", "/a%23b", "/a%25b",
-    "/100%2541", "/v1/projectB", "/;x", "/%2e%2e%2e%41", "/x/.hidden", "/%e2%82%ac",
+    "/100%2541", "/a%25252541", "/v1/projectB", "/;x", "/%2e%2e%2e%41", "/x/.hidden", "/%e2%82%ac",
     // Encoded slashes alone only go deeper (GitLab's `projects/group%2Fproject`).
     "/projects/group%2Fproject", "/a%2Fb%2Fc", "/a%5cb", "/a\\b",
     // Empty segments: merged or kept, never an authority after the base path.
@@ -89,7 +89,11 @@ private final class BoundaryFixture {
         let configuration = TestProxy.configuration(json)
         self.proxy = try TestProxy(
             configuration,
-            forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine, logger: TestLogging.logger)
+            forwarder: CurlForwarder(
+                configuration: configuration,
+                engine: ForwardingFixture.engine,
+                logger: TestLogging.logger
+            )
         )
     }
 
@@ -105,17 +109,18 @@ struct BasePathBoundaryTests {
         let fixture = try BoundaryFixture()
         for (prefix, base) in [("/scoped", ["v1", "projectA"]), ("/kept", ["v1", "projectC"])] {
             for suffix in letterCases(escapes) {
+                let arrivedBefore = fixture.upstream.requests.count
                 let response = try fixture.send(prefix + suffix)
                 #expect(response.status == 400, "\(prefix + suffix)")
                 #expect(response.header("X-Tokenproxy-Error") == "bad_request", "\(prefix + suffix)")
                 // Whatever the answer, nothing that climbs out of the base may arrive upstream.
-                for seen in fixture.upstream.requests {
+                for seen in fixture.upstream.requests.dropFirst(arrivedBefore) {
                     let path = String(seen.target.prefix { $0 != "?" })
                     #expect(WorstCaseNormaliser.staysUnder(base, path: path), "\(prefix + suffix) arrived as \(path)")
                 }
             }
         }
-        #expect(fixture.upstream.requests.isEmpty)
+        #expect(fixture.upstream.requests.map { String($0.target.prefix(80)) } == [])
     }
 
     @Test func ordinaryPathsArriveUnchangedUnderTheBase() throws {

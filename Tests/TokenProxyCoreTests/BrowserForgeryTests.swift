@@ -18,7 +18,10 @@ struct BrowserHeaderCase: CustomTestStringConvertible, Sendable {
 
     func lines(proxyPort: UInt16, otherPort: UInt16) -> String {
         self.headers.map {
-            $0.replacingOccurrences(of: "{P}", with: "\(proxyPort)").replacingOccurrences(of: "{O}", with: "\(otherPort)")
+            $0.replacingOccurrences(of: "{P}", with: "\(proxyPort)").replacingOccurrences(
+                of: "{O}",
+                with: "\(otherPort)"
+            )
                 + "\r\n"
         }.joined()
     }
@@ -91,7 +94,11 @@ final class CredentialRouteFixture {
         let configuration = TestProxy.configuration(json)
         self.proxy = try TestProxy(
             configuration,
-            forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine, logger: TestLogging.logger)
+            forwarder: CurlForwarder(
+                configuration: configuration,
+                engine: ForwardingFixture.engine,
+                logger: TestLogging.logger
+            )
         )
     }
 
@@ -164,7 +171,9 @@ struct BrowserForgeryTests {
     }
 
     @Test func aUnixSocketListenerHasNoOriginOfItsOwn() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tp-b-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tp-b-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("p.sock").path

@@ -25,7 +25,11 @@ struct RequireHeaderForwardingTests {
         let configuration = TestProxy.configuration(json)
         let proxy = try TestProxy(
             configuration,
-            forwarder: CurlForwarder(configuration: configuration, engine: ForwardingFixture.engine, logger: TestLogging.logger)
+            forwarder: CurlForwarder(
+                configuration: configuration,
+                engine: ForwardingFixture.engine,
+                logger: TestLogging.logger
+            )
         )
         let client = try proxy.client()
         let requests = [

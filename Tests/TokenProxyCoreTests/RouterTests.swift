@@ -91,7 +91,10 @@ struct RequestPolicyTests {
 
     @Test func wildcardDisablesTheHostCheck() {
         let policy = RequestPolicy(allowedHosts: ["*"], requireHeader: nil)
-        #expect(policy.checkAccess(head("GET / HTTP/1.1\r\nHost: anything.example\r\n\r\n"), listener: .withoutOrigin) == nil)
+        #expect(
+            policy.checkAccess(head("GET / HTTP/1.1\r\nHost: anything.example\r\n\r\n"), listener: .withoutOrigin)
+                == nil
+        )
     }
 
     @Test func anOriginWithoutAPortIsOnPort80() {

@@ -11,8 +11,9 @@ import Foundation
 /// of them might see is split on (`/`, `\`, literally or encoded at any depth), so an encoded
 /// slash alone (GitLab's `group%2Fproject`) passes: splitting it only goes deeper.
 ///
-/// A segment is refused when one of its readings (the bytes as sent, then each round of
-/// percent-decoding until nothing changes):
+/// A segment is refused when it is still changing after four rounds of percent-decoding, or
+/// when one of its readings (the bytes as sent, then each round of percent-decoding until
+/// nothing changes):
 /// - has a piece (between separators) that, with its `;` parameters removed, is made of dots
 ///   and spaces only and has a dot (`.`, `..`, `...`, `.. `),
 /// - has a control character (`%00`, `%0a`, ... `%7f`),
@@ -51,16 +52,23 @@ enum BasePathBoundary {
             return Self.isDotPiece(segment) ? "the path has a dot-segment" : nil
         }
         var reading = Array(segment)
-        var decoded = false
+        var rounds = 0
         while true {
-            if let reason = Self.violation(inReading: reading, decoded: decoded) {
+            if let reason = Self.violation(inReading: reading, decoded: rounds > 0) {
                 return reason
             }
             guard let next = Self.percentDecoded(reading) else { return nil }
+            // No real path is encoded over and over; bounding the rounds bounds the work.
+            guard rounds < Self.maxDecodingRounds else {
+                return "the path is percent-encoded more than \(Self.maxDecodingRounds) times over"
+            }
             reading = next
-            decoded = true
+            rounds += 1
         }
     }
+
+    /// How many rounds of percent-decoding a segment may take before it stops changing.
+    static let maxDecodingRounds = 4
 
     /// Checks one reading of a segment: its pieces, its bytes, and its NFKC form.
     private static func violation(inReading reading: [UInt8], decoded: Bool) -> String? {
