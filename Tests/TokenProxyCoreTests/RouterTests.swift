@@ -101,7 +101,7 @@ struct RequestPolicyTests {
         let policy = RequestPolicy(allowedHosts: ["localhost", "proxy.internal:8080"], requireHeader: nil)
         func check(_ origin: String, host: String = "localhost", listener: UInt16) -> ProxyError.Code? {
             let request = "POST / HTTP/1.1\r\nHost: \(host)\r\nOrigin: \(origin)\r\nContent-Length: 0\r\n\r\n"
-            return policy.checkAccess(head(request), listener: .tcp(port: listener))?.code
+            return policy.checkAccess(head(request), listener: .tcp(host: "127.0.0.1", port: listener))?.code
         }
         #expect(check("http://localhost", listener: 80) == nil)
         #expect(check("http://localhost:80", listener: 80) == nil)
@@ -121,13 +121,33 @@ struct RequestPolicyTests {
             let version = host == nil ? "1.0" : "1.1"
             return policy.checkAccess(
                 head("GET / HTTP/\(version)\r\n\(hostLine)Origin: \(origin)\r\n\r\n"),
-                listener: .tcp(port: 8080)
+                listener: .tcp(host: "0.0.0.0", port: 8080)
             )?.code
         }
         #expect(check("http://proxy.internal:8080", host: "proxy.internal:8080") == nil)
         #expect(check("http://PROXY.internal.:8080", host: "proxy.internal") == nil)
         #expect(check("http://evil.example:8080", host: "proxy.internal:8080") == .crossSiteRequest)
         #expect(check("http://proxy.internal:8080", host: nil) == .crossSiteRequest)
+    }
+
+    @Test func anIPLiteralOriginMustBeTheListenersAddress() {
+        let policy = RequestPolicy(allowedHosts: TestProxy.configuration().allowedHosts, requireHeader: nil)
+        func served(_ origin: String, listener: String) -> Bool {
+            let request = head("POST / HTTP/1.1\r\nHost: localhost\r\nOrigin: \(origin)\r\nContent-Length: 0\r\n\r\n")
+            return policy.checkAccess(request, listener: .tcp(host: listener, port: 8080)) == nil
+        }
+        // Names may resolve to either loopback address.
+        for listener in ["127.0.0.1", "::1", "0.0.0.0", "::", "localhost"] {
+            #expect(served("http://localhost:8080", listener: listener), "\(listener)")
+        }
+        #expect(served("http://127.0.0.1:8080", listener: "127.0.0.1"))
+        #expect(!served("http://[::1]:8080", listener: "127.0.0.1"))
+        #expect(served("http://[::1]:8080", listener: "::1"))
+        #expect(!served("http://127.0.0.1:8080", listener: "::1"))
+        #expect(served("http://127.0.0.1:8080", listener: "0.0.0.0"))
+        #expect(!served("http://[::1]:8080", listener: "0.0.0.0"))
+        #expect(served("http://[::1]:8080", listener: "::"))
+        #expect(served("http://127.0.0.1:8080", listener: "::"))
     }
 
     @Test func aListenerWithoutAnOriginRefusesEveryOriginAndReferer() {

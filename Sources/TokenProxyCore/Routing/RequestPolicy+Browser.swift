@@ -1,18 +1,21 @@
+import Foundation
+
 extension RequestPolicy {
     /// The listener a request came in on, which fixes the proxy's own origin there: a browser
     /// origin is scheme, host and port (RFC 6454 §4), so another port of the same host is
     /// another origin.
     public enum Listener: Sendable, Equatable {
-        /// A TCP listener on this port: its origin is `http://HOST:PORT` for an allowed HOST.
-        case tcp(port: UInt16)
+        /// A TCP listener bound to `host` (an IP literal without brackets, or a name) and
+        /// `port`: its origin is `http://HOST:PORT` for an allowed HOST that can reach it.
+        case tcp(host: String, port: UInt16)
         /// A listener that no browser page can have as its origin (a Unix socket, or one not
         /// bound yet): no `Origin` or `Referer` is its own.
         case withoutOrigin
 
         /// The listener for `address` once bound (port 0 is not bound yet).
         public init(_ address: ListenAddress) {
-            if case .inet(_, let port) = address, port != 0 {
-                self = .tcp(port: port)
+            if case .inet(let host, let port) = address, port != 0 {
+                self = .tcp(host: host, port: port)
             } else {
                 self = .withoutOrigin
             }
@@ -71,9 +74,9 @@ extension RequestPolicy {
 
     /// Whether the serialized origin `origin` is the listener's own: `http://` (the proxy
     /// speaks nothing else), an allowed host (with `allowed_hosts: ["*"]`, the request's own
-    /// Host), and the listener's port (80 when the origin has none).
+    /// Host) that can reach the listener, and the listener's port (80 when the origin has none).
     private func isOwnOrigin(_ origin: Substring, head: HTTPRequestHead, listener: Listener) -> Bool {
-        guard case .tcp(let listenerPort) = listener, origin.utf8.count > 7,
+        guard case .tcp(let listenerHost, let listenerPort) = listener, origin.utf8.count > 7,
             origin.prefix(7).equalsIgnoringASCIICase("http://")
         else { return false }
         let authority = origin.dropFirst(7)
@@ -91,11 +94,50 @@ extension RequestPolicy {
         } else {
             port = 80
         }
-        guard port == listenerPort else { return false }
+        guard port == listenerPort, Self.address(host, canReach: listenerHost) else { return false }
         if self.allowsEveryHost {
             guard let requestHost = head.authority else { return false }
             return HostName.normalize(requestHost).host == host
         }
         return self.isAllowed(host: host, port: String(port))
+    }
+
+    /// Whether an origin whose host is `host` can be served by a listener bound to
+    /// `listenerHost`. An IP literal names one address: `http://[::1]:8080` is whatever
+    /// listens on `[::1]:8080`, not a listener bound to `127.0.0.1:8080`. A name (`localhost`)
+    /// may resolve to either, so it is left to the allowed hosts.
+    private static func address(_ host: String, canReach listenerHost: String) -> Bool {
+        guard let address = IPAddress(host), let listener = IPAddress(listenerHost) else { return true }
+        switch listener {
+        case .v4(let bytes) where bytes == [0, 0, 0, 0]:
+            if case .v4 = address { return true }
+            return false
+        case .v6(let bytes) where bytes.allSatisfy({ $0 == 0 }):
+            // A dual-stack wildcard takes IPv4 connections too.
+            return true
+        default:
+            return address == listener
+        }
+    }
+}
+
+/// An IPv4 or IPv6 address parsed from its literal form (`inet_pton`), for comparing
+/// literals written differently (`::1`, `0:0:0:0:0:0:0:1`).
+private enum IPAddress: Equatable {
+    case v4([UInt8])
+    case v6([UInt8])
+
+    init?(_ literal: String) {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, literal, &v4) == 1 {
+            self = .v4(withUnsafeBytes(of: &v4) { Array($0) })
+            return
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, literal, &v6) == 1 {
+            self = .v6(withUnsafeBytes(of: &v6) { Array($0) })
+            return
+        }
+        return nil
     }
 }
