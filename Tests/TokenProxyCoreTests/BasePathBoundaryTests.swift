@@ -25,7 +25,10 @@ private let escapes: [String] = [
     "/%f0%80%80%ae%f0%80%80%ae/admin", "/..%c1%9cadmin", "/%c0%2e%c0%2e/admin", "/..%ff", "/%25c0%25ae%25c0%25ae/",
     // Unicode compatibility forms of dots and solidi.
     "/%ef%bc%8e%ef%bc%8e/admin", "/..%ef%bc%8fadmin", "/..%ef%bc%bcadmin", "/%e2%80%a5/admin",
-    "/%e2%80%a4%e2%80%a4/admin", "/%ef%b9%92%ef%b9%92/admin", "/..%c2%a0/admin",
+    "/%e2%80%a4%e2%80%a4/admin", "/%ef%b9%92%ef%b9%92/admin", "/..%c2%a0/admin", "/%e2%80%a6/admin",
+    // Unicode white space, invisible characters and C1 controls around dots.
+    "/..%e2%80%83/admin", "/..%e1%9a%80/admin", "/..%e2%80%a8/admin", "/..%e3%80%80/admin", "/..%e2%80%8b/admin",
+    "/%ef%bb%bf../admin", "/.%e2%80%8d./admin", "/..%c2%85/admin", "/a%c2%9fb", "/%e2%80%8b%2e%2e%2fadmin",
     // Trailing spaces (Windows trims them).
     "/..%20/admin", "/%20../admin", "/.%20./admin",
     // Broken escapes never get past the parser.
@@ -36,7 +39,8 @@ private let escapes: [String] = [
 private let ordinary: [String] = [
     "", "/", "/items/7", "/a%20b", "/%41", "/a;b", "/a;b=c/d", "/~user", "/caf%C3%A9", "/%E6%97%A5%E6%9C%AC",
     "/.well-known/openid-configuration", "/a..b", "/..a", "/a.", "/file.tar.gz", "/a%3fb", "/a%23b", "/a%25b",
-    "/100%2541", "/a%25252541", "/v1/projectB", "/;x", "/%2e%2e%2e%41", "/x/.hidden", "/%e2%82%ac",
+    "/100%2541", "/a%25252541", "/%e2%80%83", "/a%e2%80%8bb", "/%c2%a0x", "/v1/projectB", "/;x", "/%2e%2e%2e%41",
+    "/x/.hidden", "/%e2%82%ac",
     // Encoded slashes alone only go deeper (GitLab's `projects/group%2Fproject`).
     "/projects/group%2Fproject", "/a%2Fb%2Fc", "/a%5cb", "/a\\b",
     // Empty segments: merged or kept, never an authority after the base path.

@@ -16,10 +16,11 @@ import Foundation
 /// nothing changes):
 /// - has a piece (between separators) that, with its `;` parameters removed, is made of dots
 ///   and spaces only and has a dot (`.`, `..`, `...`, `.. `),
-/// - has a control character (`%00`, `%0a`, ... `%7f`),
+/// - has a control character (`%00`, `%0a`, ... `%7f`, and the C1 controls `%c2%80` to
+///   `%c2%9f`),
 /// - is not valid UTF-8 (overlong forms such as `%c0%ae` included),
-/// - or has such a piece after Unicode compatibility mapping (NFKC: `%ef%bc%8e`, U+FF0E, is
-///   a dot).
+/// - or, as Unicode and after compatibility mapping (NFKC: `%ef%bc%8e`, U+FF0E, is a dot),
+///   has a piece of dots, white space and invisible characters (U+2003, U+200B) with a dot.
 ///
 /// Empty segments (`//`) pass: every normaliser merges or keeps them, none climbs with them,
 /// and the base path (or `/`) always comes first, so they never start an authority.
@@ -92,11 +93,44 @@ enum BasePathBoundary {
         }
         // Compatibility mapping turns fullwidth and small dots and solidi (U+FF0E, U+FF0F,
         // U+FF3C, U+FE52, U+2024, U+2025...) into their ASCII forms.
-        let mapped = Array(text.precomposedStringWithCompatibilityMapping.utf8)
-        if mapped.contains(where: { $0 < 0x20 || $0 == 0x7F }) || Self.hasDotPiece(mapped) {
-            return "the path has a dot-segment once Unicode compatibility mapping is applied"
+        for form in [text, text.precomposedStringWithCompatibilityMapping] {
+            if form.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                return "the path has a control character once decoded"
+            }
+            if Self.hasUnicodeDotPiece(form) {
+                return "the path has a dot-segment once Unicode is normalised"
+            }
         }
         return nil
+    }
+
+    /// Whether a piece between `/` or `\` separators in `text` is made of dots, white space
+    /// and invisible characters only (up to its first `;`) and has a dot: servers that trim
+    /// Unicode white space (U+00A0, U+2003, U+3000...) or drop invisible characters (U+200B,
+    /// U+FEFF) would read it as `.` or `..`.
+    private static func hasUnicodeDotPiece(_ text: String) -> Bool {
+        var dots = 0
+        var onlyDotsSoFar = true
+        var inParameters = false
+        for scalar in text.unicodeScalars {
+            if scalar == "/" || scalar == "\\" {
+                if onlyDotsSoFar && dots > 0 {
+                    return true
+                }
+                dots = 0
+                onlyDotsSoFar = true
+                inParameters = false
+            } else if inParameters || !onlyDotsSoFar {
+                continue
+            } else if scalar == "." {
+                dots += 1
+            } else if scalar == ";" {
+                inParameters = true
+            } else if !(scalar.properties.isWhitespace || scalar.properties.isDefaultIgnorableCodePoint) {
+                onlyDotsSoFar = false
+            }
+        }
+        return onlyDotsSoFar && dots > 0
     }
 
     /// Whether a piece between `/` or `\` separators in `reading` is a dot piece.
