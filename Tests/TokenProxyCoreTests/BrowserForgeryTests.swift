@@ -145,6 +145,24 @@ struct BrowserForgeryTests {
         #expect(fixture.upstream.requests.isEmpty)
     }
 
+    @Test(arguments: [
+        "X-HTTP-Method-Override: TRACE", "X-HTTP-Method-Override: track", "X-HTTP-Method: Trace",
+        "x-method-override: CONNECT", "X-HTTP-Method-Override: GET\r\nX-HTTP-Method-Override: trace",
+    ])
+    func methodOverridesToEchoMethodsAre405(header: String) throws {
+        let fixture = try CredentialRouteFixture()
+        let client = try fixture.proxy.client()
+        try client.send("POST /api/x HTTP/1.1\r\nHost: localhost\r\n\(header)\r\nContent-Length: 0\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 405)
+        #expect(response.header("X-Tokenproxy-Error") == "method_not_allowed")
+        try client.send(
+            "POST /api/x HTTP/1.1\r\nHost: localhost\r\nX-HTTP-Method-Override: PATCH\r\nContent-Length: 0\r\n\r\n"
+        )
+        #expect(try client.readResponse().status == 200)
+        #expect(fixture.upstream.requests.count == 1)
+    }
+
     @Test func aLowercaseConnectToAnAuthorityNeverReachesTheUpstream() throws {
         let fixture = try CredentialRouteFixture()
         let client = try fixture.proxy.client()

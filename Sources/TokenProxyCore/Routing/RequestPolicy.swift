@@ -45,8 +45,14 @@ public struct RequestPolicy: Sendable {
     public func checkRequest(_ head: HTTPRequestHead) -> ProxyError? {
         // CONNECT would make us a tunnel; TRACE (and IIS's TRACK) would echo the injected
         // credential. Compared without case: some upstreams match methods that way.
-        if Self.refusedMethods.contains(where: { head.method.equalsIgnoringASCIICase($0) }) {
+        if Self.isRefusedMethod(head.method) {
             return ProxyError(.methodNotAllowed, "\(head.method) is not served by tokenproxy")
+        }
+        // Frameworks that honour a method-override field would turn a POST into the method.
+        for name in Self.methodOverrideFields {
+            for value in head.headers.values(name) where Self.isRefusedMethod(value) {
+                return ProxyError(.methodNotAllowed, "\(name): \(value) is not served by tokenproxy")
+            }
         }
         if head.headers.values("Authorization").count > 1 {
             return ProxyError(.badRequest, "more than one Authorization header")
@@ -58,6 +64,13 @@ public struct RequestPolicy: Sendable {
     }
 
     private static let refusedMethods = ["CONNECT", "TRACE", "TRACK"]
+
+    /// The fields some frameworks (Rails, ASP.NET, Google APIs) take as the real method.
+    private static let methodOverrideFields = ["X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"]
+
+    private static func isRefusedMethod(_ method: String) -> Bool {
+        Self.refusedMethods.contains { method.equalsIgnoringASCIICase($0) }
+    }
 
     /// The checks that guard credentials: allowed hosts (DNS-rebinding defence), browser
     /// requests from other origins (see ``checkBrowser(_:listener:)``), and the
