@@ -140,6 +140,21 @@ struct BasePathBoundaryTests {
         #expect(response.header("X-Seen-Target") == "/v1/projectC/kept/a;b/%41")
     }
 
+    @Test func pathOverrideFieldsNeverReachTheUpstream() throws {
+        let fixture = try BoundaryFixture()
+        let client = try fixture.proxy.client()
+        try client.send(
+            "GET /scoped/x HTTP/1.1\r\nHost: localhost\r\nX-Original-URL: /admin\r\nx-rewrite-url: /admin\r\n"
+                + "X-ORIGINAL-URI: /admin\r\nX-Override-URL: /admin\r\nX-Forwarded-Prefix: /admin\r\n"
+                + "X-Original-URL: /v1/projectB\r\nX-Kept: yes\r\n\r\n"
+        )
+        #expect(try client.readResponse().status == 200)
+        let seen = try #require(fixture.upstream.requests.first)
+        #expect(seen.target == "/v1/projectA/x")
+        #expect(seen.headers.first("X-Kept") == "yes")
+        #expect(!seen.headers.contains { $0.value.contains("/admin") || $0.value.contains("projectB") })
+    }
+
     @Test func theRuleRefusesEveryEscapeAndPassesOrdinaryPaths() {
         for suffix in letterCases(escapes) {
             // `%u` escapes are the parser's to refuse: they are not escapes at all.
