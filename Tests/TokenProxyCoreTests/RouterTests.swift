@@ -91,32 +91,73 @@ struct RequestPolicyTests {
 
     @Test func wildcardDisablesTheHostCheck() {
         let policy = RequestPolicy(allowedHosts: ["*"], requireHeader: nil)
-        #expect(policy.checkAccess(head("GET / HTTP/1.1\r\nHost: anything.example\r\n\r\n")) == nil)
+        #expect(
+            policy.checkAccess(head("GET / HTTP/1.1\r\nHost: anything.example\r\n\r\n"), listener: .withoutOrigin)
+                == nil
+        )
     }
 
-    @Test func dotSegmentsAreFoundLiteralOrEncoded() {
-        for path in ["/..", "/a/..", "/a/../b", "/./a", "/a/%2E%2e/b", "/a/.%2e", "/a/%2e", "..", "/a/%2e/", "//./"] {
-            #expect(RequestPolicy.hasDotSegment(path), "\(path)")
+    @Test func anOriginWithoutAPortIsOnPort80() {
+        let policy = RequestPolicy(allowedHosts: ["localhost", "proxy.internal:8080"], requireHeader: nil)
+        func check(_ origin: String, host: String = "localhost", listener: UInt16) -> ProxyError.Code? {
+            let request = "POST / HTTP/1.1\r\nHost: \(host)\r\nOrigin: \(origin)\r\nContent-Length: 0\r\n\r\n"
+            return policy.checkAccess(head(request), listener: .tcp(host: "127.0.0.1", port: listener))?.code
         }
-        for path in [
-            "/", "/a..b", "/.well-known/x", "/a/...", "/%2e%2e%2e", "/a/b.", "/%2", "/%", "/.%2", "/%2f..", "/a%2e",
-            "//",
-            "/%2e%2f", "/.%",
-        ] {
-            #expect(!RequestPolicy.hasDotSegment(path), "\(path)")
-        }
+        #expect(check("http://localhost", listener: 80) == nil)
+        #expect(check("http://localhost:80", listener: 80) == nil)
+        #expect(check("http://localhost:8080", listener: 80) == .crossSiteRequest)
+        #expect(check("http://localhost", listener: 8080) == .crossSiteRequest)
+        #expect(check("http://localhost:65536", listener: 0) == .crossSiteRequest)
+        #expect(check("http://localhost:-1", listener: 80) == .crossSiteRequest)
+        // An allowed host with a port is matched against the origin's port.
+        #expect(check("http://proxy.internal:8080", host: "proxy.internal:8080", listener: 8080) == nil)
+        #expect(check("http://proxy.internal", host: "proxy.internal:8080", listener: 80) == .crossSiteRequest)
     }
 
-    @Test func secFetchSiteOnlyRefusesCrossSite() {
+    @Test func withEveryHostAllowedTheOriginMustNameTheRequestsHost() {
+        let policy = RequestPolicy(allowedHosts: ["*"], requireHeader: nil)
+        func check(_ origin: String, host: String?) -> ProxyError.Code? {
+            let hostLine = host.map { "Host: \($0)\r\n" } ?? ""
+            let version = host == nil ? "1.0" : "1.1"
+            return policy.checkAccess(
+                head("GET / HTTP/\(version)\r\n\(hostLine)Origin: \(origin)\r\n\r\n"),
+                listener: .tcp(host: "0.0.0.0", port: 8080)
+            )?.code
+        }
+        #expect(check("http://proxy.internal:8080", host: "proxy.internal:8080") == nil)
+        #expect(check("http://PROXY.internal.:8080", host: "proxy.internal") == nil)
+        #expect(check("http://evil.example:8080", host: "proxy.internal:8080") == .crossSiteRequest)
+        #expect(check("http://proxy.internal:8080", host: nil) == .crossSiteRequest)
+    }
+
+    @Test func anIPLiteralOriginMustBeTheListenersAddress() {
+        let policy = RequestPolicy(allowedHosts: TestProxy.configuration().allowedHosts, requireHeader: nil)
+        func served(_ origin: String, listener: String) -> Bool {
+            let request = head("POST / HTTP/1.1\r\nHost: localhost\r\nOrigin: \(origin)\r\nContent-Length: 0\r\n\r\n")
+            return policy.checkAccess(request, listener: .tcp(host: listener, port: 8080)) == nil
+        }
+        // Names may resolve to either loopback address.
+        for listener in ["127.0.0.1", "::1", "0.0.0.0", "::", "localhost"] {
+            #expect(served("http://localhost:8080", listener: listener), "\(listener)")
+        }
+        #expect(served("http://127.0.0.1:8080", listener: "127.0.0.1"))
+        #expect(!served("http://[::1]:8080", listener: "127.0.0.1"))
+        #expect(served("http://[::1]:8080", listener: "::1"))
+        #expect(!served("http://127.0.0.1:8080", listener: "::1"))
+        #expect(served("http://127.0.0.1:8080", listener: "0.0.0.0"))
+        #expect(!served("http://[::1]:8080", listener: "0.0.0.0"))
+        #expect(served("http://[::1]:8080", listener: "::"))
+        #expect(served("http://127.0.0.1:8080", listener: "::"))
+    }
+
+    @Test func aListenerWithoutAnOriginRefusesEveryOriginAndReferer() {
         let policy = RequestPolicy(allowedHosts: ["localhost"], requireHeader: nil)
-        #expect(policy.checkAccess(head("GET / HTTP/1.1\r\nHost: localhost\r\nSec-Fetch-Site: none\r\n\r\n")) == nil)
-        #expect(
-            policy.checkAccess(head("GET / HTTP/1.1\r\nHost: localhost\r\nSec-Fetch-Site: same-origin\r\n\r\n")) == nil
-        )
-        #expect(
-            policy.checkAccess(head("GET / HTTP/1.1\r\nHost: localhost\r\nSec-Fetch-Site: Cross-Site\r\n\r\n"))?.code
-                == .crossSiteRequest
-        )
+        for header in ["Origin: http://localhost", "Referer: http://localhost/", "Sec-Fetch-Site: same-site"] {
+            let request = head("GET / HTTP/1.1\r\nHost: localhost\r\n\(header)\r\n\r\n")
+            #expect(policy.checkAccess(request, listener: .withoutOrigin)?.code == .crossSiteRequest, "\(header)")
+        }
+        let user = head("GET / HTTP/1.1\r\nHost: localhost\r\nSec-Fetch-Site: none\r\n\r\n")
+        #expect(policy.checkAccess(user, listener: .withoutOrigin) == nil)
     }
 
     @Test func constantTimeEquality() {

@@ -191,7 +191,7 @@ struct ServerSocketTests {
         let proxy = try TestProxy(TestProxy.configuration(routesJSON))
         let client = try proxy.client()
         try client.send(
-            "GET /gh/user HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:8080\r\nSec-Fetch-Site: same-origin\r\n\r\n"
+            "GET /gh/user HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost:\(proxy.port)\r\nSec-Fetch-Site: same-origin\r\n\r\n"
         )
         // Past the checks, the route is reached (and answers 502 until an upstream engine exists).
         #expect(try client.readResponse().header("X-Tokenproxy-Error") == "upstream_unreachable")

@@ -15,6 +15,11 @@ public final class ProxyHandler: HTTPExchangeHandler {
         let policy: RequestPolicy
         let admin: AdminEndpoints
         let adminPrefix: String?
+        /// The proxy listener, whose origin is the proxy's own for browser checks.
+        let proxyListener: RequestPolicy.Listener
+        /// The separate admin listener, an origin of its own (the proxy listener's when the
+        /// admin endpoints live under a path prefix).
+        let adminListener: RequestPolicy.Listener
         /// The handler's logger with each route's name attached, made once per configuration
         /// rather than once per request.
         let routeLoggers: [String: Logger]
@@ -25,6 +30,7 @@ public final class ProxyHandler: HTTPExchangeHandler {
             policy: RequestPolicy,
             admin: AdminEndpoints,
             adminPrefix: String?,
+            listeners: (proxy: RequestPolicy.Listener, admin: RequestPolicy.Listener),
             routeLoggers: [String: Logger]
         ) {
             self.configuration = configuration
@@ -32,6 +38,8 @@ public final class ProxyHandler: HTTPExchangeHandler {
             self.policy = policy
             self.admin = admin
             self.adminPrefix = adminPrefix
+            self.proxyListener = listeners.proxy
+            self.adminListener = listeners.admin
             self.routeLoggers = routeLoggers
         }
     }
@@ -61,6 +69,7 @@ public final class ProxyHandler: HTTPExchangeHandler {
                 configuration,
                 startedAt: self.startedAt,
                 openConnections: openConnections,
+                listeners: Self.listeners(configuredBy: configuration),
                 logger: logger,
                 credentials: forwarder.credentialRegistry,
                 metrics: metrics
@@ -68,10 +77,48 @@ public final class ProxyHandler: HTTPExchangeHandler {
         )
     }
 
+    /// The listeners as configured, until ``listenersBound(proxy:admin:)`` gives the real ports.
+    private static func listeners(
+        configuredBy configuration: ProxyConfiguration
+    ) -> (proxy: RequestPolicy.Listener, admin: RequestPolicy.Listener) {
+        if case .listener(let admin) = configuration.admin {
+            return Self.listeners(proxy: configuration.listen, admin: admin)
+        }
+        return Self.listeners(proxy: configuration.listen, admin: nil)
+    }
+
+    /// The listeners for bound (or configured) addresses; without a separate admin listener,
+    /// the admin endpoints answer on the proxy listener.
+    private static func listeners(
+        proxy: ListenAddress,
+        admin: ListenAddress?
+    ) -> (proxy: RequestPolicy.Listener, admin: RequestPolicy.Listener) {
+        let proxyListener = RequestPolicy.Listener(proxy)
+        return (proxyListener, admin.map { RequestPolicy.Listener($0) } ?? proxyListener)
+    }
+
+    /// Records the addresses the listeners were bound to (the real ports when 0 was
+    /// configured): each listener's origin is the proxy's own there (RFC 6454 §4).
+    public func listenersBound(proxy: ListenAddress, admin: ListenAddress?) {
+        let listeners = Self.listeners(proxy: proxy, admin: admin)
+        self.snapshot.withLock { current in
+            current = Self.makeSnapshot(
+                current.configuration,
+                startedAt: self.startedAt,
+                openConnections: self.openConnections,
+                listeners: listeners,
+                logger: self.logger,
+                credentials: self.forwarder.credentialRegistry,
+                metrics: self.metrics
+            )
+        }
+    }
+
     private static func makeSnapshot(
         _ configuration: ProxyConfiguration,
         startedAt: Date,
         openConnections: @escaping @Sendable () -> Int,
+        listeners: (proxy: RequestPolicy.Listener, admin: RequestPolicy.Listener),
         logger: Logger,
         credentials: CredentialRegistry?,
         metrics: ProxyMetrics
@@ -88,7 +135,11 @@ public final class ProxyHandler: HTTPExchangeHandler {
         }
         return Snapshot(
             configuration: configuration,
-            router: Router(routes: configuration.routes),
+            // The `require_header` secret is the proxy's own: it never goes upstream.
+            router: Router(
+                routes: configuration.routes,
+                withheldHeaders: configuration.requireHeader.map { [$0.name] } ?? []
+            ),
             policy: RequestPolicy(allowedHosts: configuration.allowedHosts, requireHeader: configuration.requireHeader),
             admin: AdminEndpoints(
                 configuration: configuration,
@@ -98,21 +149,25 @@ public final class ProxyHandler: HTTPExchangeHandler {
                 metrics: metrics
             ),
             adminPrefix: adminPrefix,
+            listeners: listeners,
             routeLoggers: routeLoggers
         )
     }
 
     /// Replaces the configuration for exchanges that start from now on.
     public func reload(_ configuration: ProxyConfiguration) {
-        let snapshot = Self.makeSnapshot(
-            configuration,
-            startedAt: self.startedAt,
-            openConnections: self.openConnections,
-            logger: self.logger,
-            credentials: self.forwarder.credentialRegistry,
-            metrics: self.metrics
-        )
-        self.snapshot.withLock { $0 = snapshot }
+        // Listeners are fixed at start: the current ones are kept.
+        self.snapshot.withLock { current in
+            current = Self.makeSnapshot(
+                configuration,
+                startedAt: self.startedAt,
+                openConnections: self.openConnections,
+                listeners: (current.proxyListener, current.adminListener),
+                logger: self.logger,
+                credentials: self.forwarder.credentialRegistry,
+                metrics: self.metrics
+            )
+        }
     }
 
     /// Serves one exchange on the proxy listener.
@@ -124,10 +179,15 @@ public final class ProxyHandler: HTTPExchangeHandler {
             return
         }
         if let prefix = snapshot.adminPrefix, Router.path(head.path, hasSegmentPrefix: prefix) {
-            self.serveAdmin(exchange, name: String(head.path.dropFirst(prefix.count)), snapshot: snapshot)
+            self.serveAdmin(
+                exchange,
+                name: String(head.path.dropFirst(prefix.count)),
+                listener: snapshot.proxyListener,
+                snapshot: snapshot
+            )
             return
         }
-        if let error = snapshot.policy.checkAccess(head) {
+        if let error = snapshot.policy.checkAccess(head, listener: snapshot.proxyListener) {
             self.reject(exchange, error)
             return
         }
@@ -164,12 +224,19 @@ public final class ProxyHandler: HTTPExchangeHandler {
             self.reject(exchange, error)
             return
         }
-        self.serveAdmin(exchange, name: exchange.head.path, snapshot: snapshot)
+        self.serveAdmin(exchange, name: exchange.head.path, listener: snapshot.adminListener, snapshot: snapshot)
     }
 
-    private func serveAdmin(_ exchange: HTTPExchange, name: String, snapshot: Snapshot) {
+    private func serveAdmin(
+        _ exchange: HTTPExchange,
+        name: String,
+        listener: RequestPolicy.Listener,
+        snapshot: Snapshot
+    ) {
         let endpoint = name.hasPrefix("/") ? String(name.dropFirst()) : name
-        if !AdminEndpoints.isProbe(endpoint), let error = snapshot.policy.checkAccess(exchange.head) {
+        if !AdminEndpoints.isProbe(endpoint),
+            let error = snapshot.policy.checkAccess(exchange.head, listener: listener)
+        {
             self.reject(exchange, error)
             return
         }

@@ -1,8 +1,8 @@
 import Foundation
 
 /// The request checks that come before routing: what a client may ask of a deputy holding
-/// someone's credentials (SPEC "Security rules"). Pure: no I/O beyond resolving the
-/// `require_header` secret.
+/// someone's credentials (`docs/http-behaviour.md`, "Who may talk to the proxy"). Pure: no
+/// I/O beyond resolving the `require_header` secret.
 public struct RequestPolicy: Sendable {
     private struct AllowedHost: Sendable, Equatable {
         var host: String
@@ -27,17 +27,32 @@ public struct RequestPolicy: Sendable {
 
     /// Whether `authority` (`host[:port]`) is an allowed host.
     public func isAllowed(authority: String) -> Bool {
-        guard let allowedHosts = self.allowedHosts else { return true }
+        guard self.allowedHosts != nil else { return true }
         let (host, port) = HostName.normalize(authority)
+        return self.isAllowed(host: host, port: port)
+    }
+
+    /// Whether the normalized `host` with `port` (nil when none was given) is allowed.
+    func isAllowed(host: String, port: String?) -> Bool {
+        guard let allowedHosts = self.allowedHosts else { return true }
         return allowedHosts.contains { $0.host == host && ($0.port == nil || $0.port == port) }
     }
 
-    /// The checks every request gets, admin probes included: methods, the absolute-form
-    /// authority, and request-target sanity.
+    /// Whether the Host check is disabled (`allowed_hosts: ["*"]`).
+    var allowsEveryHost: Bool { self.allowedHosts == nil }
+
+    /// The checks every request gets, admin probes included: methods and request-target sanity.
     public func checkRequest(_ head: HTTPRequestHead) -> ProxyError? {
-        // CONNECT would make us a tunnel and TRACE would echo the injected credential.
-        if head.method == "CONNECT" || head.method == "TRACE" {
+        // CONNECT would make us a tunnel; TRACE (and IIS's TRACK) would echo the injected
+        // credential. Compared without case: some upstreams match methods that way.
+        if Self.isRefusedMethod(head.method) {
             return ProxyError(.methodNotAllowed, "\(head.method) is not served by tokenproxy")
+        }
+        // Frameworks that honour a method-override field would turn a POST into the method.
+        for name in Self.methodOverrideFields {
+            for value in head.headers.values(name) where Self.isRefusedMethod(value) {
+                return ProxyError(.methodNotAllowed, "\(name): \(value) is not served by tokenproxy")
+            }
         }
         if head.headers.values("Authorization").count > 1 {
             return ProxyError(.badRequest, "more than one Authorization header")
@@ -45,27 +60,30 @@ public struct RequestPolicy: Sendable {
         if head.targetForm == .asterisk {
             return ProxyError(.noRoute, "no route for *")
         }
-        if Self.hasDotSegment(head.path) {
-            // Dot-segments would let a client climb out of a route's upstream base path.
-            return ProxyError(.badRequest, "the path contains a '.' or '..' segment")
-        }
         return nil
     }
 
+    private static let refusedMethods = ["CONNECT", "TRACE", "TRACK"]
+
+    /// The fields some frameworks (Rails, ASP.NET, Google APIs) take as the real method.
+    private static let methodOverrideFields = ["X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"]
+
+    private static func isRefusedMethod(_ method: String) -> Bool {
+        Self.refusedMethods.contains { method.equalsIgnoringASCIICase($0) }
+    }
+
     /// The checks that guard credentials: allowed hosts (DNS-rebinding defence), browser
-    /// cross-site requests, and the `require_header` shared secret.
-    public func checkAccess(_ head: HTTPRequestHead) -> ProxyError? {
+    /// requests from other origins (see ``checkBrowser(_:listener:)``), and the
+    /// `require_header` shared secret. `listener` is the listener the request came in on.
+    public func checkAccess(_ head: HTTPRequestHead, listener: Listener) -> ProxyError? {
         if case .absolute(let authority) = head.targetForm, !self.isAllowed(authority: authority) {
             return ProxyError(.hostNotAllowed, "the request target's host is not an allowed host")
         }
         if let host = head.headers.first("Host"), !self.isAllowed(authority: host) {
             return ProxyError(.hostNotAllowed, "Host '\(host)' is not in allowed_hosts")
         }
-        if let origin = head.headers.first("Origin"), !self.isAllowedOrigin(origin) {
-            return ProxyError(.crossSiteRequest, "requests from origin '\(origin)' are refused")
-        }
-        if let site = head.headers.first("Sec-Fetch-Site"), site.equalsIgnoringASCIICase("cross-site") {
-            return ProxyError(.crossSiteRequest, "cross-site browser requests are refused")
+        if let error = self.checkBrowser(head, listener: listener) {
+            return error
         }
         if let requirement = self.requireHeader {
             let expected = try? requirement.value.resolve()
@@ -75,56 +93,6 @@ public struct RequestPolicy: Sendable {
             }
         }
         return nil
-    }
-
-    /// An Origin is allowed when it is `http(s)://` plus an allowed host; `null` never is.
-    private func isAllowedOrigin(_ origin: String) -> Bool {
-        let lowered = origin.lowercased()
-        let rest: Substring
-        if lowered.hasPrefix("http://") {
-            rest = lowered.dropFirst(7)
-        } else if lowered.hasPrefix("https://") {
-            rest = lowered.dropFirst(8)
-        } else {
-            return false
-        }
-        guard !rest.isEmpty, !rest.contains("/") else { return false }
-        return self.isAllowed(authority: String(rest))
-    }
-
-    /// Whether any segment of `path` is `.` or `..`, literally or percent-encoded
-    /// (`%2e`, `%2E`). Scans the bytes once: this runs for every request.
-    static func hasDotSegment(_ path: String) -> Bool {
-        let bytes = path.utf8
-        var index = bytes.startIndex
-        var dots = 0
-        var other = false
-        while true {
-            guard index != bytes.endIndex, bytes[index] != UInt8(ascii: "/") else {
-                if !other, dots == 1 || dots == 2 { return true }
-                if index == bytes.endIndex { return false }
-                dots = 0
-                other = false
-                bytes.formIndex(after: &index)
-                continue
-            }
-            if bytes[index] == UInt8(ascii: ".") {
-                dots += 1
-                bytes.formIndex(after: &index)
-            } else if bytes[index] == UInt8(ascii: "%"), Self.isEncodedDot(bytes[index...].dropFirst()) {
-                dots += 1
-                bytes.formIndex(&index, offsetBy: 3)
-            } else {
-                other = true
-                bytes.formIndex(after: &index)
-            }
-        }
-    }
-
-    /// Whether `rest` starts with `2e` or `2E`, the rest of a percent-encoded dot.
-    private static func isEncodedDot(_ rest: Substring.UTF8View.SubSequence) -> Bool {
-        var iterator = rest.makeIterator()
-        return iterator.next() == UInt8(ascii: "2") && iterator.next().map { $0 | 0x20 } == UInt8(ascii: "e")
     }
 }
 

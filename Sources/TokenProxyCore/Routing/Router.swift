@@ -9,6 +9,9 @@ public struct Router: Sendable {
         /// The request path with the prefix removed when `strip_prefix` is set (possibly
         /// empty), else the whole path.
         public var upstreamPath: String
+        /// Header fields that belong to the proxy itself (the `require_header` secret) and are
+        /// removed from the forwarded request, in any letter case and every occurrence.
+        public var withheldHeaders: [String] = []
     }
 
     private struct Entry: Sendable {
@@ -19,11 +22,14 @@ public struct Router: Sendable {
     }
 
     private let entries: [Entry]
+    private let withheldHeaders: [String]
     /// Whether any route is for a particular host (else the request's host is not looked at).
     private let matchesHosts: Bool
 
-    /// Builds the lookup order from routes in config order.
-    public init(routes: [RouteConfiguration]) {
+    /// Builds the lookup order from routes in config order; `withheldHeaders` are the proxy's
+    /// own fields, never forwarded on any route.
+    public init(routes: [RouteConfiguration], withheldHeaders: [String] = []) {
+        self.withheldHeaders = withheldHeaders
         let entries = routes.enumerated().map { index, route -> (Int, Entry) in
             var prefix = route.pathPrefix
             while prefix.hasSuffix("/") {
@@ -54,7 +60,7 @@ public struct Router: Sendable {
             guard Self.path(path, hasSegmentPrefix: entry.prefix) else { continue }
             let upstreamPath =
                 entry.route.stripPrefix ? String(path.utf8.dropFirst(entry.prefix.utf8.count)) ?? "" : path
-            return Match(route: entry.route, upstreamPath: upstreamPath)
+            return Match(route: entry.route, upstreamPath: upstreamPath, withheldHeaders: self.withheldHeaders)
         }
         return nil
     }

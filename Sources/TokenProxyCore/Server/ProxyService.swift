@@ -85,6 +85,7 @@ public final class ProxyService: Sendable {
                 throw error
             }
         }
+        self.handler.listenersBound(proxy: proxy, admin: admin)
         return BoundAddresses(proxy: proxy, admin: admin)
     }
 

@@ -22,7 +22,7 @@ public struct UpstreamRequest: Sendable, Equatable {
 }
 
 /// Builds ``UpstreamRequest``s: hop-by-hop removal, `X-Forwarded-*`, Host, the route's
-/// header edits and the credential (SPEC "Behaviour" 3, "Security rules").
+/// header edits and the credential (`docs/upstream.md`, "Request headers").
 public enum UpstreamRequestBuilder {
     /// Hop-by-hop fields (RFC 9110 §7.6.1) and fields the engine frames itself; never forwarded.
     static let hopByHop = HeaderNameSet([
@@ -32,6 +32,14 @@ public enum UpstreamRequestBuilder {
 
     /// The `X-Forwarded-*` fields, set anew for this hop.
     static let forwarded = HeaderNameSet(["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"])
+
+    /// Fields that front proxies set to tell an upstream which path was really asked for, and
+    /// that IIS, Symfony, Zend and Spring route by: from a client they would move the request
+    /// out of the route's base path (`docs/http-behaviour.md`, "A route's base path is a
+    /// boundary"), so they are never forwarded.
+    static let pathOverrides = HeaderNameSet([
+        "x-original-url", "x-rewrite-url", "x-original-uri", "x-override-url", "x-forwarded-prefix",
+    ])
 
     /// The credential header to add, already formatted (`Authorization: Bearer …`).
     public struct Credential: Sendable, Equatable {
@@ -65,16 +73,18 @@ public enum UpstreamRequestBuilder {
         // One pass removes what never goes upstream as the client sent it: hop-by-hop and
         // framing fields, the fields the client's Connection header names (processed before
         // anything is injected, so a client cannot name the credential as hop-by-hop; RFC 9110
-        // §7.6.1), the route's `remove_headers`, the client's credential header where the
-        // proxy sets it, and `X-Forwarded-*`, set again below.
+        // §7.6.1), the route's `remove_headers`, the proxy's own fields (the `require_header`
+        // secret), the client's credential header where the proxy sets it, path overrides,
+        // and `X-Forwarded-*`, set again below.
         var named = head.headers.tokens("Connection")
         named += route.removeHeaders
+        named += match.withheldHeaders
         let credentialHeader = credential?.name ?? "Authorization"
         if route.provider != nil, route.incomingAuthorization == .replace || credential != nil {
             named.append(credentialHeader)
         }
         headers.removeAll { name in
-            Self.hopByHop.contains(name) || Self.forwarded.contains(name)
+            Self.hopByHop.contains(name) || Self.forwarded.contains(name) || Self.pathOverrides.contains(name)
                 || named.contains { name.equalsIgnoringASCIICase($0) }
         }
 

@@ -91,16 +91,23 @@ public struct UpstreamURL: Sendable, Equatable {
     ///
     /// The origin comes from the parsed base (checked once, in ``parseBase(_:)``, to read back
     /// as the same scheme, host and port); the client's path and query were checked by the
-    /// parser (visible ASCII, no `#`, valid escapes) and are kept byte for byte (libcurl's part
-    /// setters would re-case `%2F` escapes, which breaks signed URLs). The path after the
-    /// origin always starts with `/`, which ends the authority: nothing the client sends can
-    /// move the request to another host, port or scheme (`//evil/x` and `/@evil/x` are paths).
+    /// parser (visible ASCII, no `#`, valid escapes) and are kept byte for byte, so signed URLs
+    /// stay valid. The path after the origin always starts with `/`, which ends the authority:
+    /// nothing the client sends can move the request to another host, port or scheme
+    /// (`//evil/x` and `/@evil/x` are paths).
+    ///
+    /// This is the one place where a client's path becomes part of an upstream URL, so the
+    /// base-path rule is applied here: a path that a normalising upstream could read as leaving
+    /// the base path (``BasePathBoundary``) is refused. The query is not looked at.
     public static func build(base: Base, path: String, query: String?) throws(Failure) -> String {
         let hash = UInt8(ascii: "#")
         guard path.isEmpty || path.utf8.first == UInt8(ascii: "/"), !path.utf8.contains(hash),
             !(query?.utf8.contains(hash) ?? false)
         else {
             throw Failure(description: "invalid request path")
+        }
+        if let reason = BasePathBoundary.violation(in: path) {
+            throw Failure(description: "\(reason), which could leave the route's base path")
         }
         var url = base.origin
         url.reserveCapacity(url.utf8.count + base.path.utf8.count + path.utf8.count + (query?.utf8.count ?? 0) + 2)
