@@ -169,6 +169,17 @@ struct HTTPRequestParserTests {
         )
     }
 
+    @Test(arguments: [1, 3, 1000])
+    func aLineOverItsLimitIsRefusedAlikeHoweverItArrives(step: Int) {
+        // Past the limit the line holds a bare LF (a request line) or a NUL and bare CR (a
+        // header line): the limit decides, whether the bytes come one at a time or at once.
+        let limits = HTTPParserLimits(maxRequestLineBytes: 64, maxHeaderBytes: 64)
+        let requestLine = "GET /" + String(repeating: "a", count: 80) + "\n"
+        #expect(ParserDriver.run(requestLine, step: step, limits: limits) == [.failed(.uriTooLong)])
+        let headerLine = "GET / HTTP/1.1\r\nX-Big: " + String(repeating: "b", count: 80) + "\u{0}\rx\r\n\r\n"
+        #expect(ParserDriver.run(headerLine, step: step, limits: limits) == [.failed(.headersTooLarge)])
+    }
+
     @Test func headerCountLimitIsExact() {
         let limits = HTTPParserLimits(maxHeaderCount: 5)
         let four = (0..<4).map { "X-\($0): v\r\n" }.joined()

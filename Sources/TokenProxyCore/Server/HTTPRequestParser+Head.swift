@@ -10,21 +10,26 @@ extension HTTPRequestParser {
     /// Finds the next CRLF-terminated line of at most `limit` content bytes, resuming the
     /// scan where the previous call for the same line stopped. A CR not followed by LF, or
     /// an LF without a CR, is rejected (RFC 9112 §2.2: nothing ambiguous is accepted).
+    /// Nothing past the limit is looked at: a line longer than `limit` is `tooLong` whatever
+    /// it holds further on, so the answer does not depend on how the bytes arrived.
     mutating func readLine(_ input: UnsafeBufferPointer<UInt8>, limit: Int) -> LineResult {
         var index = self.scanned
         while index < input.count {
+            guard index <= limit else {
+                self.scanned = index
+                return .tooLong
+            }
             switch input[index] {
             case UInt8(ascii: "\n"):
                 return .invalid("line ends with a bare LF")
             case UInt8(ascii: "\r"):
                 guard index + 1 < input.count else {
                     self.scanned = index
-                    return index > limit ? .tooLong : .incomplete
+                    return .incomplete
                 }
                 guard input[index + 1] == UInt8(ascii: "\n") else {
                     return .invalid("bare CR in the request")
                 }
-                guard index <= limit else { return .tooLong }
                 self.scanned = 0
                 return .line(end: index, next: index + 2)
             default:
