@@ -57,7 +57,7 @@ public final class CommandCredentialSource: CredentialSource {
             var lifetimes: [Double] = []
             if let expiresIn { lifetimes.append(expiresIn) }
             if let cacheSeconds = self.cacheSeconds { lifetimes.append(cacheSeconds) }
-            let expiresAt = lifetimes.min().map { started + .milliseconds(Int64($0 * 1000)) }
+            let expiresAt = lifetimes.min().map { started + BoundedSeconds.duration($0) }
             return .success(AccessToken(value: value, expiresAt: expiresAt, obtainedAt: .now))
         }
     }
@@ -84,10 +84,12 @@ enum CommandOutputParser {
             guard let token = object["access_token"] as? String, !token.isEmpty else {
                 return .failure(Refusal(description: "JSON without a string access_token"))
             }
+            if let problem = TokenSyntax.problem(token) {
+                return .failure(Refusal(description: problem))
+            }
             var expiresIn: Double?
-            if let value = object["expires_in"] {
-                guard let number = (value as? NSNumber)?.doubleValue ?? (value as? String).flatMap(Double.init),
-                    number > 0, number <= 366 * 86400
+            if let value = object["expires_in"], !(value is NSNull) {
+                guard let number = BoundedSeconds.number(value), number > 0, number <= BoundedSeconds.maximumLifetime
                 else {
                     return .failure(Refusal(description: "expires_in is not a sensible number of seconds"))
                 }
@@ -98,6 +100,9 @@ enum CommandOutputParser {
         guard !trimmed.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true })
         else {
             return .failure(Refusal(description: "more than one word; print only the token, or JSON"))
+        }
+        if let problem = TokenSyntax.problem(trimmed) {
+            return .failure(Refusal(description: problem))
         }
         return .success((trimmed, nil))
     }
@@ -128,16 +133,21 @@ enum CommandRunner {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = Array(argv.dropFirst())
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
+        // Pipes made here rather than with Foundation's `Pipe`, which stops the process when
+        // no descriptor is left (EMFILE): running out fails this run only.
+        let stdout = try Self.pipe()
+        let stderr = try Self.pipe()
+        process.standardOutput = stdout.writing
+        process.standardError = stderr.writing
         process.standardInput = FileHandle.nullDevice
         do {
             try process.run()
         } catch {
             throw Failure(description: "cannot start \(program): \(error.localizedDescription)")
         }
+        // The child has its copies; the parent's write ends close so the reads see EOF.
+        try? stdout.writing.close()
+        try? stderr.writing.close()
         // The child leads a process group of its own (Foundation's Process starts it so). At
         // the timeout the whole group gets SIGTERM, a second later SIGKILL: a script's own
         // children (a `sleep`, a hung `curl`) hold the output pipes too. Two seconds after the
@@ -145,12 +155,12 @@ enum CommandRunner {
         // group), so a fetch never waits longer than that.
         let group = process.processIdentifier
         let started = ContinuousClock.now
-        let soft = started + .milliseconds(Int64(timeout * 1000))
+        let soft = started + BoundedSeconds.duration(timeout)
         let hard = soft + .seconds(1)
         let giveUp = soft + .seconds(2)
         var streams = [
-            OutputStream(descriptor: stdout.fileHandleForReading.fileDescriptor, limit: self.maximumOutput + 1),
-            OutputStream(descriptor: stderr.fileHandleForReading.fileDescriptor, limit: 64 * 1024),
+            OutputStream(descriptor: stdout.reading.fileDescriptor, limit: self.maximumOutput + 1),
+            OutputStream(descriptor: stderr.reading.fileDescriptor, limit: 64 * 1024),
         ]
         var timedOut = false
         var killed = false
@@ -190,6 +200,28 @@ enum CommandRunner {
             stdout: output.count > self.maximumOutput ? Data() : output,
             stderr: errorText,
             timedOut: timedOut
+        )
+    }
+
+    /// A pipe's two ends, each closed when its handle goes away.
+    struct PipeEnds {
+        var reading: FileHandle
+        var writing: FileHandle
+    }
+
+    /// A new close-on-exec pipe, or a failure naming the error (EMFILE, ENFILE).
+    static func pipe() throws(Failure) -> PipeEnds {
+        var descriptors: [Int32] = [-1, -1]
+        guard Glibc.pipe(&descriptors) == 0 else {
+            throw Failure(description: "cannot make a pipe: \(String(cString: strerror(errno)))")
+        }
+        // Close-on-exec, so programs started at the same time by other threads do not inherit
+        // them (the child gets its own copies through the spawn's dup2).
+        _ = fcntl(descriptors[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(descriptors[1], F_SETFD, FD_CLOEXEC)
+        return PipeEnds(
+            reading: FileHandle(fileDescriptor: descriptors[0], closeOnDealloc: true),
+            writing: FileHandle(fileDescriptor: descriptors[1], closeOnDealloc: true)
         )
     }
 

@@ -11,6 +11,17 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
         var delay: Double = 0
         /// Drop the connection instead of answering.
         var reset = false
+        /// Repeat the request's Authorization header and body in the answer (`status`
+        /// kept, `body` ignored), as a careless server does in its error text.
+        var echo: Echo? = nil
+    }
+
+    /// The form of an echoing answer.
+    enum Echo {
+        /// `{"error": "invalid_client", "error_description": "…"}`.
+        case json
+        /// An HTML page.
+        case html
     }
 
     struct Seen {
@@ -97,7 +108,9 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
                 for (name, value) in answer.headers {
                     headers.add(name: name, value: value)
                 }
-                let response = HTTPResponse(status: answer.status, headers: headers, body: Array(answer.body.utf8))
+                let response =
+                    answer.echo.map { Self.echo($0, status: answer.status, exchange: exchange, body: body) }
+                    ?? HTTPResponse(status: answer.status, headers: headers, body: Array(answer.body.utf8))
                 if answer.reset {
                     exchange.sendHead(HTTPResponseHead(status: 200, contentLength: 100))
                     exchange.abort()
@@ -110,6 +123,29 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
                     exchange.respond(response)
                 }
             }
+        }
+    }
+
+    /// An answer repeating the request: its Authorization header, its raw body, the Basic
+    /// credential decoded, and each form parameter's value as sent.
+    private static func echo(_ form: Echo, status: Int, exchange: HTTPExchange, body: [UInt8]) -> HTTPResponse {
+        let authorization = exchange.head.headers.first("Authorization") ?? ""
+        let basic = authorization.split(separator: " ").last.flatMap { Data(base64Encoded: String($0)) }
+        let text =
+            "you sent Authorization: \(authorization); decoded: \(basic.map { String(decoding: $0, as: UTF8.self) } ?? "")"
+            + "; body: \(String(decoding: body, as: UTF8.self))"
+            + "; values: \(FakeOAuthProvider.decode(String(decoding: body, as: UTF8.self)).values.sorted())"
+        var headers = HTTPHeaders()
+        switch form {
+        case .json:
+            headers.add(name: "Content-Type", value: "application/json")
+            let document = (try? JSONSerialization.data(withJSONObject: [
+                "error": "invalid_client", "error_description": text,
+            ])) ?? Data()
+            return HTTPResponse(status: status, headers: headers, body: Array(document))
+        case .html:
+            headers.add(name: "Content-Type", value: "text/html")
+            return HTTPResponse(status: status, headers: headers, body: Array("<html><body>\(text)</body></html>".utf8))
         }
     }
 }
