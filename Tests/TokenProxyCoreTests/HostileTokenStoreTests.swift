@@ -27,8 +27,9 @@ import Testing
     }
 
     /// The store file with `key` of the `api` grant (or `field` at the top) set to raw JSON `value`.
-    private static func edit(_ store: TokenStoreFixture, grantKey key: String, rawValue value: String) throws {
-        let data = try #require(store.bytes())
+    private static func edit(_ store: TokenStoreFixture, from data: Data, grantKey key: String, rawValue value: String)
+        throws
+    {
         var object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         var grants = try #require(object["grants"] as? [String: Any])
         var grant = try #require(grants["api"] as? [String: Any])
@@ -56,10 +57,12 @@ import Testing
         let store = try TokenStoreFixture()
         let config = try Self.config(auth: auth, upstream: upstream, store: store)
         let environment = ["TP_HOSTILE_STORE_SECRET": "hostile-store-secret"]
-        #expect(try BinaryRun.run(["token", "api", "--config", config], environment: environment).status == 0)
+        let first = try BinaryRun.run(["token", "api", "--config", config], environment: environment)
+        #expect(first.status == 0, "\(first.stderr)")
+        let original = try #require(store.bytes(), "no store after `token`: \(store.names())")
         setenv("TP_HOSTILE_STORE_SECRET", "hostile-store-secret", 1)
         for command in [["token", "api"], ["status"], ["login", "api"], ["logout", "api"], ["serve"]] {
-            try Self.edit(store, grantKey: key, rawValue: value)
+            try Self.edit(store, from: original, grantKey: key, rawValue: value)
             let result: BinaryRun.Result
             if command == ["serve"] {
                 let (served, status) = try BinaryRun.serve(
