@@ -37,8 +37,11 @@ import Testing
         grants["api"] = grant
         object["grants"] = grants
         object["pending_revocations"] = [
-            ["provider": "api", "token": "t", "token_type_hint": "access_token", "revocation_url": "https://127.0.0.1:1/revoke",
-             "since": key == "since" ? "__VALUE__" : 0]
+            [
+                "provider": "api", "token": "t", "token_type_hint": "access_token",
+                "revocation_url": "https://127.0.0.1:1/revoke",
+                "since": key == "since" ? "__VALUE__" : 0,
+            ]
         ]
         let text = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
             .replacingOccurrences(of: #""__VALUE__""#, with: value)

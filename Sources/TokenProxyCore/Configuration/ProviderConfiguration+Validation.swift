@@ -233,7 +233,10 @@ private struct ProviderCheck {
             self.add("refresh_skew_seconds", "must be from 0 to \(Int(Limits.maxSeconds)) seconds")
         }
         if let value = provider.defaultExpiresIn, !(value > 0 && value <= BoundedSeconds.maximumLifetime) {
-            self.add("default_expires_in", "must be positive and at most \(Int(BoundedSeconds.maximumLifetime)) seconds")
+            self.add(
+                "default_expires_in",
+                "must be positive and at most \(Int(BoundedSeconds.maximumLifetime)) seconds"
+            )
         }
         if let value = provider.interval, !(value > 0 && value <= 3_600) {
             self.add("interval", "must be positive and at most 3600 seconds")

@@ -139,9 +139,10 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
         switch form {
         case .json:
             headers.add(name: "Content-Type", value: "application/json")
-            let document = (try? JSONSerialization.data(withJSONObject: [
-                "error": "invalid_client", "error_description": text,
-            ])) ?? Data()
+            let document =
+                (try? JSONSerialization.data(withJSONObject: [
+                    "error": "invalid_client", "error_description": text,
+                ])) ?? Data()
             return HTTPResponse(status: status, headers: headers, body: Array(document))
         case .html:
             headers.add(name: "Content-Type", value: "text/html")

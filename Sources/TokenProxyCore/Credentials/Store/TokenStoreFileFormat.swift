@@ -117,7 +117,8 @@ enum TokenStoreFileFormat {
         for name in contents.grants.keys.sorted() {
             guard let grant = contents.grants[name] else { continue }
             for (key, date) in [
-                ("expires_at", grant.expiresAt), ("obtained_at", grant.obtainedAt), ("last_error_at", grant.lastErrorAt),
+                ("expires_at", grant.expiresAt), ("obtained_at", grant.obtainedAt),
+                ("last_error_at", grant.lastErrorAt),
             ] where bad(date) {
                 return "date out of range at .grants.\(name).\(key)"
             }
