@@ -151,4 +151,29 @@ struct HostileTokenEndpointTests {
         }
         #expect(body.contains("[redacted]"))
     }
+
+    @Test(arguments: [
+        #"{"issuer": "ORIGIN", "token_endpoint": 1e300}"#, #"{"issuer": "ORIGIN", "token_endpoint": ["ORIGIN/token"]}"#,
+        #"{"issuer": 12, "token_endpoint": "ORIGIN/token"}"#, #"{"issuer": "ORIGIN", "token_endpoint": null}"#,
+        #"{"issuer": "ORIGIN", "token_endpoint": "ORIGIN/token", "authorization_response_iss_parameter_supported": 1e300}"#,
+        "[1e300]", "1e300",
+    ])
+    func aDiscoveryDocumentWithWrongTypesFailsCleanly(document: String) throws {
+        let auth = try FakeAuthorizationServer()
+        auth.discoveryDocument = document.replacingOccurrences(of: "ORIGIN", with: auth.origin)
+        let forwarding = try ForwardingFixture(
+            provider: """
+                {"grant": "client_credentials", "issuer": "\(auth.origin)", "allow_insecure_endpoints": true,
+                 "client_id": "c", "client_secret": "discovery-secret"}
+                """
+        )
+        let client = try forwarding.client()
+        try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let response = try client.readResponse()
+        let usable = document.contains(#""token_endpoint": "ORIGIN/token""#) && !document.contains(#""issuer": 12"#)
+        #expect(response.status == (usable ? 200 : 502))
+        if !usable {
+            #expect(response.header("X-Tokenproxy-Error") == "token_unavailable")
+        }
+    }
 }

@@ -42,6 +42,8 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
     var delay: Double = 0
     /// The issuer the discovery document claims (defaults to this server's origin).
     var claimedIssuer: String?
+    /// A discovery document served in place of the generated one.
+    var discoveryDocument: String?
     private var discoveryFetches = 0
 
     /// How many times the discovery document was fetched.
@@ -68,7 +70,8 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
     func handle(_ exchange: HTTPExchange) {
         if exchange.head.method == "GET", exchange.head.path == "/.well-known/openid-configuration" {
             self.lock.withLock { self.discoveryFetches += 1 }
-            let document = """
+            let document =
+                self.discoveryDocument ?? """
                 {"issuer": "\(self.claimedIssuer ?? self.origin)", "token_endpoint": "\(self.tokenURL)",
                  "authorization_endpoint": "\(self.origin)/authorize"}
                 """
