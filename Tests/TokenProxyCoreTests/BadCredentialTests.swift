@@ -35,6 +35,7 @@ struct BadCredentialTests {
             return
         }
         #expect(error.code == .tokenUnavailable)
+        #expect(error.message.contains("command output"), "\(error.message)")
         #expect(try source.waitForToken().get().value == "good-token")
     }
 
@@ -79,6 +80,19 @@ struct BadCredentialTests {
             succeeded = succeeded || result.status == 0
         }
         #expect(succeeded)
+    }
+
+    @Test func aCommandInheritsNoDescriptorButItsStandardStreams() throws {
+        // A descriptor without close-on-exec, as a client socket or the store's lock may be.
+        let open = Glibc.open("/dev/null", O_RDONLY)
+        #expect(open > 2)
+        defer { close(open) }
+        let scripts = try ScriptDirectory()
+        let command = try scripts.script("fds", "ls /proc/$$/fd | tr '\\n' ','")
+        let output = try CommandRunner.run([command], timeout: 10)
+        let descriptors = String(decoding: output.stdout, as: UTF8.self).split(separator: ",").compactMap { Int32($0) }
+        #expect(descriptors.contains(1))
+        #expect(!descriptors.contains(open), "\(descriptors)")
     }
 
     private static func commandConfig(in scripts: ScriptDirectory) throws -> String {

@@ -1,3 +1,4 @@
+import CSystemShims
 import Foundation
 
 #if canImport(Glibc)
@@ -140,7 +141,7 @@ enum CommandRunner {
     }
 
     /// Starts `executable` with `argv` as the leader of a new process group, standard
-    /// streams on the given descriptors, every signal at its default disposition and none
+    /// streams on the given descriptors and no other descriptor, every signal at its default disposition and none
     /// blocked (the proxy's own handling is not inherited). Returns its pid.
     private static func spawn(
         _ executable: String,
@@ -155,6 +156,9 @@ enum CommandRunner {
         posix_spawn_file_actions_adddup2(&actions, input, 0)
         posix_spawn_file_actions_adddup2(&actions, output, 1)
         posix_spawn_file_actions_adddup2(&actions, errors, 2)
+        // Nothing else of the proxy's reaches the program: not a client socket, not the
+        // token store's lock (a lock descriptor held by the program would keep the lock).
+        tp_spawn_file_actions_addclosefrom(&actions, 3)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -175,7 +179,13 @@ enum CommandRunner {
         arguments.append(nil)
         defer { arguments.forEach { free($0) } }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, arguments, environ)
+        var result = posix_spawn(&pid, executable, &actions, &attributes, arguments, environ)
+        // ETXTBSY: a program another thread just wrote is still open for writing in a child
+        // being started elsewhere until that child's exec; a few short retries outlast it.
+        for _ in 0..<20 where result == ETXTBSY {
+            Thread.sleep(forTimeInterval: 0.01)
+            result = posix_spawn(&pid, executable, &actions, &attributes, arguments, environ)
+        }
         guard result == 0 else { throw self.failure("cannot start \(argv.first ?? executable)", result) }
         return pid
     }

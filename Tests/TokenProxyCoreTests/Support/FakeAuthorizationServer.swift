@@ -72,9 +72,9 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
             self.lock.withLock { self.discoveryFetches += 1 }
             let document =
                 self.discoveryDocument ?? """
-                {"issuer": "\(self.claimedIssuer ?? self.origin)", "token_endpoint": "\(self.tokenURL)",
-                 "authorization_endpoint": "\(self.origin)/authorize"}
-                """
+                    {"issuer": "\(self.claimedIssuer ?? self.origin)", "token_endpoint": "\(self.tokenURL)",
+                     "authorization_endpoint": "\(self.origin)/authorize"}
+                    """
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "application/json")
             exchange.respond(HTTPResponse(status: 200, headers: headers, body: Array(document.utf8)))
