@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include "CSystemShims.h"
@@ -28,4 +29,8 @@ unsigned char *tp_thread_read_buffer(void) {
 
 int tp_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags) {
     return accept4(fd, address, length, flags);
+}
+
+int tp_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }

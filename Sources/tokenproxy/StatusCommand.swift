@@ -56,8 +56,9 @@ struct StatusCommand: ParsableCommand {
 
     private static func expiry(_ seconds: Double?) -> String {
         guard let seconds else { return "-" }
-        if seconds <= 0 { return "expired" }
-        let whole = Int(seconds)
+        if !(seconds > 0) { return "expired" }
+        // The store's dates are bounded when read; ten years is shown as it is.
+        let whole = Int(min(seconds, 1e12))
         if whole >= 3600 { return "\(whole / 3600)h\(String(format: "%02d", whole % 3600 / 60))m" }
         if whole >= 60 { return "\(whole / 60)m\(String(format: "%02d", whole % 60))s" }
         return "\(whole)s"

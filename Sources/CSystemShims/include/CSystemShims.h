@@ -1,6 +1,7 @@
 #ifndef TOKENPROXY_CSYSTEMSHIMS_H
 #define TOKENPROXY_CSYSTEMSHIMS_H
 
+#include <spawn.h>
 #include <sys/socket.h>
 
 /// accept4(2) is a GNU extension that Glibc's Swift module does not export.
@@ -15,5 +16,9 @@ int tp_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
 /// made glibc consolidate its free lists each time), and threads that never read (the
 /// upstream engines, the log writer) carry none.
 unsigned char *tp_thread_read_buffer(void);
+
+/// posix_spawn_file_actions_addclosefrom_np(3), a GNU extension Glibc's Swift module does not
+/// export: the spawned program gets no descriptor from `from` up (sockets, lock files).
+int tp_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int from);
 
 #endif

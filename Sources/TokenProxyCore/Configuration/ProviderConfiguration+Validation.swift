@@ -232,11 +232,18 @@ private struct ProviderCheck {
         if !(provider.refreshSkewSeconds >= 0 && provider.refreshSkewSeconds <= Limits.maxSeconds) {
             self.add("refresh_skew_seconds", "must be from 0 to \(Int(Limits.maxSeconds)) seconds")
         }
-        if let value = provider.defaultExpiresIn, !(value > 0) { self.add("default_expires_in", "must be positive") }
+        if let value = provider.defaultExpiresIn, !(value > 0 && value <= BoundedSeconds.maximumLifetime) {
+            self.add(
+                "default_expires_in",
+                "must be positive and at most \(Int(BoundedSeconds.maximumLifetime)) seconds"
+            )
+        }
         if let value = provider.interval, !(value > 0 && value <= 3_600) {
             self.add("interval", "must be positive and at most 3600 seconds")
         }
-        if let value = provider.cacheSeconds, !(value >= 0) { self.add("cache_seconds", "must not be negative") }
+        if let value = provider.cacheSeconds, !(value >= 0 && value <= BoundedSeconds.maximumLifetime) {
+            self.add("cache_seconds", "must be from 0 to \(Int(BoundedSeconds.maximumLifetime)) seconds")
+        }
         if provider.redirectPort == 0 {
             self.add("redirect_port", "must be 1 to 65535 (leave it out for an ephemeral port)")
         }

@@ -57,7 +57,7 @@ public final class CommandCredentialSource: CredentialSource {
             var lifetimes: [Double] = []
             if let expiresIn { lifetimes.append(expiresIn) }
             if let cacheSeconds = self.cacheSeconds { lifetimes.append(cacheSeconds) }
-            let expiresAt = lifetimes.min().map { started + .milliseconds(Int64($0 * 1000)) }
+            let expiresAt = lifetimes.min().map { started + BoundedSeconds.duration($0) }
             return .success(AccessToken(value: value, expiresAt: expiresAt, obtainedAt: .now))
         }
     }
@@ -84,10 +84,12 @@ enum CommandOutputParser {
             guard let token = object["access_token"] as? String, !token.isEmpty else {
                 return .failure(Refusal(description: "JSON without a string access_token"))
             }
+            if let problem = TokenSyntax.problem(token) {
+                return .failure(Refusal(description: problem))
+            }
             var expiresIn: Double?
-            if let value = object["expires_in"] {
-                guard let number = (value as? NSNumber)?.doubleValue ?? (value as? String).flatMap(Double.init),
-                    number > 0, number <= 366 * 86400
+            if let value = object["expires_in"], !(value is NSNull) {
+                guard let number = BoundedSeconds.number(value), number > 0, number <= BoundedSeconds.maximumLifetime
                 else {
                     return .failure(Refusal(description: "expires_in is not a sensible number of seconds"))
                 }
@@ -99,139 +101,9 @@ enum CommandOutputParser {
         else {
             return .failure(Refusal(description: "more than one word; print only the token, or JSON"))
         }
+        if let problem = TokenSyntax.problem(trimmed) {
+            return .failure(Refusal(description: problem))
+        }
         return .success((trimmed, nil))
-    }
-}
-
-/// Runs a program with arguments (no shell) and collects its output, killing it after a timeout.
-enum CommandRunner {
-    /// What the program produced.
-    struct Output {
-        var status: Int32
-        var stdout: Data
-        /// At most the last 1 KiB of stderr, trimmed, for error messages.
-        var stderr: String
-        var timedOut: Bool
-    }
-
-    /// Why the program could not be run.
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    private static let maximumOutput = 1 << 20
-
-    static func run(_ argv: [String], timeout: Double) throws(Failure) -> Output {
-        guard let program = argv.first, let executable = self.locate(program) else {
-            throw Failure(description: "\(argv.first ?? "(empty)") not found")
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = Array(argv.dropFirst())
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            throw Failure(description: "cannot start \(program): \(error.localizedDescription)")
-        }
-        // The child leads a process group of its own (Foundation's Process starts it so). At
-        // the timeout the whole group gets SIGTERM, a second later SIGKILL: a script's own
-        // children (a `sleep`, a hung `curl`) hold the output pipes too. Two seconds after the
-        // timeout reading stops whatever still holds the pipes (a process that left the
-        // group), so a fetch never waits longer than that.
-        let group = process.processIdentifier
-        let started = ContinuousClock.now
-        let soft = started + .milliseconds(Int64(timeout * 1000))
-        let hard = soft + .seconds(1)
-        let giveUp = soft + .seconds(2)
-        var streams = [
-            OutputStream(descriptor: stdout.fileHandleForReading.fileDescriptor, limit: self.maximumOutput + 1),
-            OutputStream(descriptor: stderr.fileHandleForReading.fileDescriptor, limit: 64 * 1024),
-        ]
-        var timedOut = false
-        var killed = false
-        while streams.contains(where: { !$0.ended }), ContinuousClock.now < giveUp {
-            let now = ContinuousClock.now
-            if !timedOut, now >= soft {
-                timedOut = true
-                kill(-group, SIGTERM)
-            }
-            if !killed, now >= hard {
-                killed = true
-                kill(-group, SIGKILL)
-            }
-            let next = !timedOut ? soft : (!killed ? hard : giveUp)
-            let wait = max(1, Int32(min(Double((next - now).milliseconds), 1000)))
-            Self.readAvailable(&streams, waitingAtMost: wait)
-        }
-        // Whatever still runs of the program is ended. Foundation learns of the exit through
-        // a descriptor the program's children inherit too, so a detached child can keep it
-        // reporting "running": the wait is bounded like the reads, and a program not seen to
-        // exit by then counts as timed out.
-        if process.isRunning, ContinuousClock.now >= soft {
-            kill(-group, SIGKILL)
-        }
-        while process.isRunning, ContinuousClock.now < giveUp {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        guard !process.isRunning else {
-            return Output(status: -1, stdout: Data(), stderr: "", timedOut: true)
-        }
-        let output = streams[0].data
-        let errors = streams[1].data
-        let errorText = String(decoding: errors.suffix(1024), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        return Output(
-            status: process.terminationStatus,
-            stdout: output.count > self.maximumOutput ? Data() : output,
-            stderr: errorText,
-            timedOut: timedOut
-        )
-    }
-
-    /// One output pipe of the program being read.
-    private struct OutputStream {
-        let descriptor: Int32
-        let limit: Int
-        var data = Data()
-        var ended = false
-    }
-
-    /// Waits up to `milliseconds` for output, then reads what is there; a stream ends at EOF
-    /// or an error. Past its limit, bytes are read and dropped so the program never blocks.
-    private static func readAvailable(_ streams: inout [OutputStream], waitingAtMost milliseconds: Int32) {
-        var polled = streams.filter { !$0.ended }.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
-        guard poll(&polled, nfds_t(polled.count), milliseconds) > 0 else { return }
-        var buffer = [UInt8](repeating: 0, count: 16384)
-        for entry in polled where entry.revents != 0 {
-            guard let index = streams.firstIndex(where: { $0.descriptor == entry.fd }) else { continue }
-            let count = buffer.withUnsafeMutableBytes { read(entry.fd, $0.baseAddress, $0.count) }
-            if count > 0 {
-                if streams[index].data.count < streams[index].limit {
-                    streams[index].data.append(contentsOf: buffer[0..<count])
-                }
-            } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
-                streams[index].ended = true
-            }
-        }
-    }
-
-    /// `program` itself when it contains a slash, else the first executable match on PATH.
-    private static func locate(_ program: String) -> String? {
-        if program.contains("/") {
-            return FileManager.default.isExecutableFile(atPath: program) ? program : nil
-        }
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for directory in path.split(separator: ":") {
-            let candidate = "\(directory)/\(program)"
-            if FileManager.default.isExecutableFile(atPath: candidate) {
-                return candidate
-            }
-        }
-        return nil
     }
 }

@@ -11,7 +11,7 @@ final class SharedTokenCache: Sendable {
 
     /// Creates an empty cache renewing tokens `refreshSkewSeconds` before they expire.
     init(refreshSkewSeconds: Double) {
-        self.machine = Mutex(TokenCacheStateMachine(skew: .milliseconds(Int64(refreshSkewSeconds * 1000))))
+        self.machine = Mutex(TokenCacheStateMachine(skew: BoundedSeconds.duration(refreshSkewSeconds)))
     }
 
     /// Answers from the cache, or queues `completion` and calls `fetch` when no fetch is

@@ -13,10 +13,15 @@ public struct StaticCredentialSource: CredentialSource {
     /// A fixed token cannot be renewed: a 401 goes to the client.
     public var canRenew: Bool { false }
 
-    /// The secret's current value.
+    /// The secret's current value, when it is a usable token (``TokenSyntax``): a file
+    /// rewritten with a bad value fails each request until it is fixed.
     public func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
         do {
             let value = try self.secret.resolve()
+            if let problem = TokenSyntax.problem(value) {
+                completion(.failure(ProxyError(.tokenUnavailable, "static token: \(problem)", provider: self.name)))
+                return
+            }
             completion(.success(AccessToken(value: value)))
         } catch {
             completion(

@@ -11,6 +11,17 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
         var delay: Double = 0
         /// Drop the connection instead of answering.
         var reset = false
+        /// Repeat the request's Authorization header and body in the answer (`status`
+        /// kept, `body` ignored), as a careless server does in its error text.
+        var echo: Echo? = nil
+    }
+
+    /// The form of an echoing answer.
+    enum Echo {
+        /// `{"error": "invalid_client", "error_description": "…"}`.
+        case json
+        /// An HTML page.
+        case html
     }
 
     struct Seen {
@@ -31,6 +42,8 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
     var delay: Double = 0
     /// The issuer the discovery document claims (defaults to this server's origin).
     var claimedIssuer: String?
+    /// A discovery document served in place of the generated one.
+    var discoveryDocument: String?
     private var discoveryFetches = 0
 
     /// How many times the discovery document was fetched.
@@ -57,10 +70,11 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
     func handle(_ exchange: HTTPExchange) {
         if exchange.head.method == "GET", exchange.head.path == "/.well-known/openid-configuration" {
             self.lock.withLock { self.discoveryFetches += 1 }
-            let document = """
-                {"issuer": "\(self.claimedIssuer ?? self.origin)", "token_endpoint": "\(self.tokenURL)",
-                 "authorization_endpoint": "\(self.origin)/authorize"}
-                """
+            let document =
+                self.discoveryDocument ?? """
+                    {"issuer": "\(self.claimedIssuer ?? self.origin)", "token_endpoint": "\(self.tokenURL)",
+                     "authorization_endpoint": "\(self.origin)/authorize"}
+                    """
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "application/json")
             exchange.respond(HTTPResponse(status: 200, headers: headers, body: Array(document.utf8)))
@@ -97,7 +111,9 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
                 for (name, value) in answer.headers {
                     headers.add(name: name, value: value)
                 }
-                let response = HTTPResponse(status: answer.status, headers: headers, body: Array(answer.body.utf8))
+                let response =
+                    answer.echo.map { Self.echo($0, status: answer.status, exchange: exchange, body: body) }
+                    ?? HTTPResponse(status: answer.status, headers: headers, body: Array(answer.body.utf8))
                 if answer.reset {
                     exchange.sendHead(HTTPResponseHead(status: 200, contentLength: 100))
                     exchange.abort()
@@ -110,6 +126,30 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
                     exchange.respond(response)
                 }
             }
+        }
+    }
+
+    /// An answer repeating the request: its Authorization header, its raw body, the Basic
+    /// credential decoded, and each form parameter's value as sent.
+    private static func echo(_ form: Echo, status: Int, exchange: HTTPExchange, body: [UInt8]) -> HTTPResponse {
+        let authorization = exchange.head.headers.first("Authorization") ?? ""
+        let basic = authorization.split(separator: " ").last.flatMap { Data(base64Encoded: String($0)) }
+        let text =
+            "you sent Authorization: \(authorization); decoded: \(basic.map { String(decoding: $0, as: UTF8.self) } ?? "")"
+            + "; body: \(String(decoding: body, as: UTF8.self))"
+            + "; values: \(FakeOAuthProvider.decode(String(decoding: body, as: UTF8.self)).values.sorted())"
+        var headers = HTTPHeaders()
+        switch form {
+        case .json:
+            headers.add(name: "Content-Type", value: "application/json")
+            let document =
+                (try? JSONSerialization.data(withJSONObject: [
+                    "error": "invalid_client", "error_description": text,
+                ])) ?? Data()
+            return HTTPResponse(status: status, headers: headers, body: Array(document))
+        case .html:
+            headers.add(name: "Content-Type", value: "text/html")
+            return HTTPResponse(status: status, headers: headers, body: Array("<html><body>\(text)</body></html>".utf8))
         }
     }
 }

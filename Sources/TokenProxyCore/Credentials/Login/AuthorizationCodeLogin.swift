@@ -151,7 +151,7 @@ public final class AuthorizationCodeLogin: Sendable {
     }
 
     private func exchange(_ parameters: [(String, String)]) -> Result<LoginResult, LoginError> {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(self.tokenWait * 1000))
+        let deadline = ContinuousClock.now + BoundedSeconds.duration(self.tokenWait)
         switch Blocking.wait({ done in self.client.request(parameters, deadline: deadline, completion: done) }) {
         case .failure(let failure):
             return .failure(LoginError(.exchangeFailed, failure.error.message))

@@ -84,7 +84,7 @@ public final class DeviceCodeLogin: Sendable {
         ]
         while case .wait(let seconds) = action {
             self.sleep(seconds)
-            let deadline = ContinuousClock.now + .milliseconds(Int64(self.tokenWait * 1000))
+            let deadline = ContinuousClock.now + BoundedSeconds.duration(self.tokenWait)
             let result = Blocking.wait { done in self.client.request(parameters, deadline: deadline, completion: done) }
             let elapsed = Double((ContinuousClock.now - issuedAt).milliseconds) / 1000
             switch result {
@@ -135,8 +135,7 @@ struct DeviceAuthorization: Sendable, Equatable {
         // Bounded, whatever the server says: a code valid between 10 s and a day, polled at
         // least once a minute.
         func number(_ key: String, in range: ClosedRange<Double>) -> Double? {
-            let value = (object[key] as? NSNumber)?.doubleValue ?? (object[key] as? String).flatMap(Double.init)
-            guard let value, value.isFinite else { return nil }
+            guard let value = BoundedSeconds.number(object[key]) else { return nil }
             return min(max(value, range.lowerBound), range.upperBound)
         }
         return .success(

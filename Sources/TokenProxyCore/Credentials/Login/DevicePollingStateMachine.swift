@@ -2,7 +2,7 @@
 /// machine: what to do after each answer of the token endpoint.
 ///
 /// The interval starts at what the device authorization response said (5 seconds when it
-/// said nothing), grows by 5 seconds for good with every `slow_down`, and polling stops at
+/// said nothing), grows by 5 seconds for good with every `slow_down` (up to an hour), and polling stops at
 /// `access_denied`, `expired_token`, any other error, or when the device code's lifetime
 /// has passed.
 struct DevicePollingStateMachine {
@@ -22,13 +22,17 @@ struct DevicePollingStateMachine {
         case unreachable(String)
     }
 
+    /// The longest wait between polls, however many `slow_down` answers came: an hour.
+    static let maximumInterval: Double = 3600
+
     private(set) var interval: Double
     private let lifetime: Double
 
-    /// Polling for a device code valid `lifetime` seconds, at `interval` (default 5).
+    /// Polling for a device code valid `lifetime` seconds, at `interval` (default 5); both are
+    /// clamped (1 s to an hour between polls), whatever the server said.
     init(interval: Double?, lifetime: Double) {
-        self.interval = max(1, interval ?? 5)
-        self.lifetime = lifetime
+        self.interval = max(1, BoundedSeconds.clamp(interval ?? 5, atMost: Self.maximumInterval))
+        self.lifetime = BoundedSeconds.clamp(lifetime)
     }
 
     /// The first wait, before any poll (RFC 8628 §3.5: the client waits the interval).
@@ -40,7 +44,7 @@ struct DevicePollingStateMachine {
         case .error("authorization_pending", _):
             break
         case .error("slow_down", _):
-            self.interval += 5
+            self.interval = min(self.interval + 5, Self.maximumInterval)
         case .error("access_denied", let description):
             return .fail(LoginError(.denied, "the login was refused" + (description.map { ": \($0)" } ?? "")))
         case .error("expired_token", _):

@@ -19,7 +19,7 @@ struct LoginStorage {
             // The code is spent already: wait for a proxy's refresh longer than a request would.
             let lock = try self.store.lockProvider(
                 self.provider.name,
-                deadline: .now + .milliseconds(Int64(max(self.lockWait, 120) * 1000))
+                deadline: .now + BoundedSeconds.duration(max(self.lockWait, 120))
             )
             defer { lock.release() }
             try self.store.update { $0.grants[self.provider.name] = grant }

@@ -49,7 +49,7 @@ public final class Logout: Sendable {
         let lock: any TokenStoreLock
         let contents: TokenStoreContents
         do {
-            lock = try self.store.lockProvider(name, deadline: .now + .milliseconds(Int64(self.timeout * 1000)))
+            lock = try self.store.lockProvider(name, deadline: .now + BoundedSeconds.duration(self.timeout))
             contents = try self.store.read()
         } catch {
             return .failure(error)

@@ -65,7 +65,7 @@ final class OAuthGrantSource: CredentialSource {
     /// `replacing` is the token a background refresh renews (the store's copy of it does not
     /// count as new).
     private func fetch(replacing: AccessToken?) {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(self.tokenWait * 1000))
+        let deadline = ContinuousClock.now + BoundedSeconds.duration(self.tokenWait)
         Thread.detachNewThread { [self] in
             let outcome = self.fetchHoldingLock(replacing: replacing, deadline: deadline)
             if case .success(let token) = outcome {
@@ -156,7 +156,7 @@ final class OAuthGrantSource: CredentialSource {
             return .success(
                 AccessToken(
                     value: issued.response.accessToken,
-                    expiresAt: lifetime.map { issued.sentAt + .milliseconds(Int64($0 * 1000)) },
+                    expiresAt: lifetime.map { issued.sentAt + BoundedSeconds.duration($0) },
                     obtainedAt: .now
                 )
             )
@@ -236,7 +236,7 @@ final class OAuthGrantSource: CredentialSource {
     /// 30 seconds ahead), so requests rarely wait for a token request.
     private func scheduleBackgroundRefresh(of token: AccessToken) {
         guard let expiresAt = token.expiresAt else { return }
-        let stale = expiresAt - .milliseconds(Int64(self.provider.refreshSkewSeconds * 1000))
+        let stale = expiresAt - BoundedSeconds.duration(self.provider.refreshSkewSeconds)
         let remaining = Double((stale - .now).milliseconds) / 1000
         let lead = max(1, min(30, remaining / 10))
         let delay = remaining - lead

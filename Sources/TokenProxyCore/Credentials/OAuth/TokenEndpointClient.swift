@@ -118,7 +118,7 @@ struct TokenEndpointClient: Sendable {
         timeout: Double,
         completion: @escaping @Sendable (Result<UpstreamResponse, ProxyError>) -> Void
     ) {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
+        let deadline = ContinuousClock.now + BoundedSeconds.duration(timeout)
         switch self.build(tokenURL: url, parameters: parameters, deadline: deadline) {
         case .failure(let error):
             completion(.failure(error))
@@ -171,7 +171,7 @@ struct TokenEndpointClient: Sendable {
                     let secrets = self.secrets(in: request)
                     failure = Failure(
                         error: self.error(Redaction.redact(endpointError.message, secrets)),
-                        oauthError: endpointError.error,
+                        oauthError: endpointError.error.map { Redaction.redact($0, secrets) },
                         errorDescription: endpointError.description.map { Redaction.redact($0, secrets) }
                     )
                     if endpointError.isPermanent {
@@ -185,7 +185,8 @@ struct TokenEndpointClient: Sendable {
             // failed together do not retry together.
             let bound = min(Self.maximumDelay, Self.baseDelay * pow(2, Double(number)))
             let delay = retryAfter ?? Double.random(in: 0...bound)
-            guard ContinuousClock.now + .milliseconds(Int64(delay * 1000)) < deadline else {
+            // A Retry-After beyond the deadline fails now: the request cannot wait that long.
+            guard ContinuousClock.now + BoundedSeconds.duration(delay) < deadline else {
                 completion(.failure(failure))
                 return
             }
@@ -195,20 +196,30 @@ struct TokenEndpointClient: Sendable {
         }
     }
 
-    /// The secrets `request` carried, for ``Redaction``.
+    /// The secrets `request` carried, for ``Redaction``: its secret form parameters, the
+    /// client secret, and the HTTP Basic credential made of the client id and secret.
     func secrets(in request: UpstreamFetcher.Request?) -> [String] {
-        Redaction.secrets(
-            inForm: request?.body,
-            clientSecret: (try? self.provider.clientSecret?.resolve()).flatMap { $0 }
-        )
+        let secret = (try? self.provider.clientSecret?.resolve()).flatMap { $0 }
+        var secrets = Redaction.secrets(inForm: request?.body, clientSecret: secret)
+        if let secret {
+            secrets += Redaction.basicCredentials(clientID: self.provider.clientID ?? "", secret: secret)
+        }
+        if let authorization = request?.headers.first("Authorization") {
+            secrets.append(authorization)
+            if let space = authorization.firstIndex(of: " ") {
+                secrets.append(String(authorization[authorization.index(after: space)...]))
+            }
+        }
+        return secrets
     }
 
-    /// Retry-After in seconds (RFC 9110 §10.2.3), on 429 and 503 answers.
-    private static func retryAfter(_ response: UpstreamResponse) -> Double? {
-        guard response.status == 429 || response.status == 503,
-            let value = response.headers.first("Retry-After"), let seconds = Double(value), seconds >= 0
+    /// Retry-After in seconds (RFC 9110 §10.2.3), on 429 and 503 answers: delta-seconds or
+    /// an HTTP-date, finite and clamped (``BoundedSeconds/retryAfter(_:now:)``); a value
+    /// that is neither is ignored and the usual backoff applies.
+    static func retryAfter(_ response: UpstreamResponse) -> Double? {
+        guard response.status == 429 || response.status == 503, let value = response.headers.first("Retry-After")
         else { return nil }
-        return seconds
+        return BoundedSeconds.retryAfter(value)
     }
 
     private func build(

@@ -51,13 +51,16 @@ struct TokenEndpointError: Error, Sendable, Equatable {
     }
 }
 
-/// Checks a token endpoint answer as the SPEC's security rules ask: an HTML page, truncated
-/// JSON, a missing `access_token`, an unknown `token_type` or an absurd `expires_in` is a
-/// failure, so nothing wrong is ever cached or persisted.
+/// Checks a token endpoint answer as `docs/security-a.md` says: an HTML page, truncated
+/// JSON, a missing `access_token`, a token a header cannot carry (``TokenSyntax``), an unknown
+/// `token_type` or an absurd `expires_in` is a failure, so nothing wrong is ever cached or
+/// persisted.
 enum TokenResponseParser {
-    /// The longest lifetime believed: a year. Longer is a server bug, not a real token.
-    static let maximumExpiresIn: Double = 366 * 86400
+    /// The longest lifetime believed (``BoundedSeconds/maximumLifetime``, ten years). Longer is
+    /// a server bug, not a real token.
+    static let maximumExpiresIn: Double = BoundedSeconds.maximumLifetime
 
+    /// The token in a token endpoint answer of HTTP `status` with `body`, or why there is none.
     static func parse(status: Int, body: [UInt8]) -> Result<TokenResponse, TokenEndpointError> {
         let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
         guard let object else {
@@ -81,6 +84,14 @@ enum TokenResponseParser {
         guard let token = object["access_token"] as? String, !token.isEmpty else {
             return .failure(TokenEndpointError(problem: "no access_token", status: status))
         }
+        if let problem = TokenSyntax.problem(token) {
+            return .failure(TokenEndpointError(problem: "access_token refused: \(problem)", status: status))
+        }
+        if let refresh = object["refresh_token"], !(refresh is NSNull) {
+            guard let refresh = refresh as? String, TokenSyntax.problem(refresh) == nil else {
+                return .failure(TokenEndpointError(problem: "refresh_token is not a usable token", status: status))
+            }
+        }
         if let type = object["token_type"] {
             // RFC 6750 bearer tokens only; "N_A" is what RFC 8693 exchanges may answer.
             guard let type = type as? String, ["bearer", "n_a"].contains(type.lowercased()) else {
@@ -89,8 +100,9 @@ enum TokenResponseParser {
         }
         var expiresIn: Double?
         if let value = object["expires_in"], !(value is NSNull) {
-            let number = (value as? NSNumber)?.doubleValue ?? (value as? String).flatMap(Double.init)
-            guard let number, number > 0, number <= Self.maximumExpiresIn else {
+            // RFC 6749 §5.1: a positive number of seconds; strings are read too (some servers
+            // quote it). NaN, infinities, zero, negatives and more than ten years fail.
+            guard let number = BoundedSeconds.number(value), number > 0, number <= Self.maximumExpiresIn else {
                 return .failure(TokenEndpointError(problem: "expires_in is not a sensible lifetime", status: status))
             }
             expiresIn = number

@@ -9,10 +9,11 @@ import Foundation
 #endif
 
 extension FileTokenStore {
-    /// The start-up check (SPEC "Security rules", RFC 6819 §5.3.3): the store file, when it
+    /// The start-up check (RFC 6819 §5.3.3, `docs/token-store.md`): the store file, when it
     /// exists, is a regular file of this user's that group and others cannot open; its
-    /// directory, when it exists, is not writable by group or others (who could replace the
-    /// file). A missing file is fine: the first write creates it 0600.
+    /// directory, when it exists, belongs to this user and is closed to group and others
+    /// (another owner, or a group member, could swap the file or roll it back). A missing file
+    /// is fine: the first write creates it 0600, in directories created 0700.
     public func checkPermissions() throws(TokenStoreError) {
         var info = stat()
         if lstat(self.path, &info) == 0 {
@@ -24,15 +25,35 @@ extension FileTokenStore {
             throw TokenStoreError(io: SystemError(call: "lstat(\(self.path))", errno: errno))
         }
         var directoryInfo = stat()
-        if stat(self.directory, &directoryInfo) == 0, directoryInfo.st_mode & 0o022 != 0 {
-            let mode = StoreFileSystem.octal(directoryInfo.st_mode)
-            throw TokenStoreError(
+        if stat(self.directory, &directoryInfo) == 0, let problem = Self.directoryProblem(self.directory, directoryInfo)
+        {
+            throw problem
+        }
+    }
+
+    /// Why the directory described by `info` must not hold a token store, or nil: owned by
+    /// another user, or with any group or other permission bit.
+    static func directoryProblem(_ directory: String, _ info: stat) -> TokenStoreError? {
+        let user = geteuid()
+        if info.st_uid != user {
+            return TokenStoreError(
                 .insecurePermissions,
-                "the token store's directory \(self.directory) is writable by group or others (mode \(mode)), "
-                    + "who could replace the store; fix it with: chmod 700 \(self.directory) "
+                "the token store's directory \(directory) belongs to uid \(info.st_uid), not to this user "
+                    + "(uid \(user)), who could replace or roll back the store; fix it with: "
+                    + "chown \(user) \(directory) && chmod 700 \(directory) "
                     + "(or set token_store.path to a private directory)"
             )
         }
+        if info.st_mode & 0o077 != 0 {
+            let mode = StoreFileSystem.octal(info.st_mode)
+            return TokenStoreError(
+                .insecurePermissions,
+                "the token store's directory \(directory) is open to group or others (mode \(mode)), "
+                    + "who could replace the store or read its names; fix it with: chmod 700 \(directory) "
+                    + "(or set token_store.path to a private directory)"
+            )
+        }
+        return nil
     }
 
     /// Whether the store's path is a symbolic link.

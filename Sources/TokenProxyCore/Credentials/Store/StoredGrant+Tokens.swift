@@ -5,11 +5,12 @@ extension StoredGrant {
     /// The stored access token as the proxy holds tokens (expiry on the monotonic clock), if
     /// there is one and it is still valid `skew` seconds from `now`.
     func freshAccessToken(skew: Double, now: Date = Date()) -> AccessToken? {
-        guard let value = self.accessToken, !value.isEmpty else { return nil }
+        // A hand-edited store may hold anything: a value a header cannot carry is not used.
+        guard let value = self.accessToken, TokenSyntax.problem(value) == nil else { return nil }
         guard let expiresAt = self.expiresAt else { return AccessToken(value: value) }
         let remaining = expiresAt.timeIntervalSince(now)
-        guard remaining > skew else { return nil }
-        return AccessToken(value: value, expiresAt: .now + .milliseconds(Int64(remaining * 1000)))
+        guard remaining.isFinite, remaining > skew else { return nil }
+        return AccessToken(value: value, expiresAt: .now + BoundedSeconds.duration(remaining))
     }
 
     /// The record for a token endpoint answer to a request sent at `sentAt`: expiry counts
@@ -25,7 +26,7 @@ extension StoredGrant {
         return StoredGrant(
             accessToken: issued.response.accessToken,
             tokenType: issued.response.tokenType,
-            expiresAt: lifetime.map { sentAt.addingTimeInterval($0) },
+            expiresAt: lifetime.map { sentAt.addingTimeInterval(BoundedSeconds.clamp($0)) },
             refreshToken: issued.response.refreshToken ?? previousRefreshToken,
             scope: issued.response.scope,
             obtainedAt: sentAt,

@@ -92,11 +92,41 @@ enum TokenStoreFileFormat {
 
     private static func contents(from data: Data, _ decoder: JSONDecoder) throws(TokenStoreError) -> TokenStoreContents
     {
+        let contents: TokenStoreContents
         do {
-            return try decoder.decode(TokenStoreContents.self, from: data)
+            contents = try decoder.decode(TokenStoreContents.self, from: data)
         } catch {
             throw TokenStoreError(.corrupt, "its grants or pending revocations are malformed (\(Self.describe(error)))")
         }
+        if let problem = Self.dateProblem(in: contents) {
+            throw TokenStoreError(.corrupt, "its grants or pending revocations are malformed (\(problem))")
+        }
+        return contents
+    }
+
+    /// The dates a store may hold: 1970 to the end of year 9999, in seconds since 1970.
+    /// A hand-edited or damaged file with a date outside (huge, negative) is corrupt.
+    static let dateRange: ClosedRange<Double> = 0...253_402_300_799
+
+    /// The first date outside ``dateRange``, by JSON path; never a value from the file.
+    private static func dateProblem(in contents: TokenStoreContents) -> String? {
+        func bad(_ date: Date?) -> Bool {
+            guard let seconds = date?.timeIntervalSince1970 else { return false }
+            return !seconds.isFinite || !self.dateRange.contains(seconds)
+        }
+        for name in contents.grants.keys.sorted() {
+            guard let grant = contents.grants[name] else { continue }
+            for (key, date) in [
+                ("expires_at", grant.expiresAt), ("obtained_at", grant.obtainedAt),
+                ("last_error_at", grant.lastErrorAt),
+            ] where bad(date) {
+                return "date out of range at .grants.\(name).\(key)"
+            }
+        }
+        for (index, pending) in contents.pendingRevocations.enumerated() where bad(pending.since) {
+            return "date out of range at .pending_revocations[\(index)].since"
+        }
+        return nil
     }
 
     /// Where decoding stopped, by JSON path: never a value from the file, which may be a token.

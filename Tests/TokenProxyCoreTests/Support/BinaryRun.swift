@@ -1,0 +1,106 @@
+import Foundation
+import Synchronization
+
+/// Runs the built `tokenproxy` binary and tells how it ended: an exit status, or the signal
+/// that stopped it (a trap is SIGILL or SIGTRAP). An optional descriptor limit is applied
+/// with `ulimit -n` in a shell that then execs the binary.
+enum BinaryRun {
+    struct Result {
+        var status: Int32
+        /// The signal that ended the process, nil when it exited.
+        var signal: Int32?
+        var stdout: String
+        var stderr: String
+    }
+
+    static func run(
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        descriptorLimit: Int? = nil
+    ) throws -> Result {
+        let binary = CommandLine.binary
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw CommandLineError(message: "\(binary) is missing: run `swift build` before `swift test`")
+        }
+        let process = Process()
+        if let descriptorLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\"", binary] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = arguments
+        }
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let errorData = Mutex(Data())
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            let data = stderr.fileHandleForReading.readDataToEndOfFile()
+            errorData.withLock { $0 = data }
+            done.signal()
+        }.start()
+        let outputData = stdout.fileHandleForReading.readDataToEndOfFile()
+        done.wait()
+        process.waitUntilExit()
+        let signaled = process.terminationReason == .uncaughtSignal
+        return Result(
+            status: signaled ? -1 : process.terminationStatus,
+            signal: signaled ? process.terminationStatus : nil,
+            stdout: String(decoding: outputData, as: UTF8.self),
+            stderr: String(decoding: errorData.withLock { $0 }, as: UTF8.self)
+        )
+    }
+}
+
+extension BinaryRun {
+    /// Runs `serve --config config` with JSON logs, sends `request` once it listens, then
+    /// SIGTERM; returns how it ended and the response's status (nil when none came).
+    static func serve(config: String, request: String) throws -> (Result, Int?) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.binary)
+        process.arguments = ["serve", "--config", config, "--log-format", "json", "--listen", "127.0.0.1:0"]
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let text = Mutex("")
+        let handle = stderr.fileHandleForReading
+        Thread {
+            while true {
+                let data = handle.availableData
+                guard !data.isEmpty else { return }
+                text.withLock { $0 += String(decoding: data, as: UTF8.self) }
+            }
+        }.start()
+        let port: UInt16? = eventually {
+            guard process.isRunning else { return UInt16(0) }
+            return text.withLock { $0 }.split(separator: "\n").lazy.compactMap { line -> UInt16? in
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    object["msg"] as? String == "listening", let listen = object["listen"] as? String
+                else { return nil }
+                return listen.split(separator: ":").last.flatMap { UInt16($0) }
+            }.first
+        }
+        var status: Int?
+        if let port, port != 0, let client = try? TestClient(port: port, timeout: 20) {
+            try? client.send(request)
+            status = (try? client.readResponse())?.status
+        }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        let signaled = process.terminationReason == .uncaughtSignal
+        let result = Result(
+            status: signaled ? -1 : process.terminationStatus,
+            signal: signaled && process.terminationStatus != SIGTERM ? process.terminationStatus : nil,
+            stdout: "",
+            stderr: text.withLock { $0 }
+        )
+        return (result, status)
+    }
+}
