@@ -82,7 +82,7 @@ extension BinaryRun {
             guard process.isRunning else { return UInt16(0) }
             return text.withLock { $0 }.split(separator: "\n").lazy.compactMap { line -> UInt16? in
                 guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                    object["msg"] as? String == "listening", let listen = object["listen"] as? String
+                    object["message"] as? String == "listening", let listen = object["server.address"] as? String
                 else { return nil }
                 return listen.split(separator: ":").last.flatMap { UInt16($0) }
             }.first
