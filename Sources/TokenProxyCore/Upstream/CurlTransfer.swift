@@ -63,6 +63,8 @@ public final class CurlTransfer: @unchecked Sendable {
     private var errorBuffer: UnsafeMutablePointer<CChar>?
     private var parser = UpstreamResponseParser()
     private var headSent = false
+    /// Why the upstream's head was refused, when it was.
+    private var headError: ProxyError?
     private var outbox = CurlDelivery()
     private var outboxQueued = false
     var result: CURLcode = CURLE_OK
@@ -300,6 +302,8 @@ public final class CurlTransfer: @unchecked Sendable {
             // Reset after the head went out: the client must see a broken body, never a
             // complete-looking one.
             self.post(end: .abort)
+        } else if let headError = self.headError {
+            self.post(end: .fail(headError))
         } else {
             self.post(
                 end: .fail(
@@ -414,6 +418,11 @@ public final class CurlTransfer: @unchecked Sendable {
         case .invalid:
             return false
         case .complete:
+            if let problem = self.parser.framingProblem {
+                // Not relayed: the transfer stops here and the client gets 502.
+                self.headError = ProxyError(.upstreamUnreachable, problem, route: self.route, provider: self.provider)
+                return false
+            }
             self.headSent = true
             self.firstByteDeadline = nil
             self.outbox.head = self.parser.head(requestIsHead: self.requestIsHead, relay: self.relay)
