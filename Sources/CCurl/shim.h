@@ -48,6 +48,11 @@ static inline CURLcode tp_easy_setopt_header_callback(
     return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
 }
 
+static inline CURLcode tp_easy_setopt_opensocket_callback(
+    CURL *handle, curl_socket_t (*callback)(void *, curlsocktype, struct curl_sockaddr *)) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
+
 static inline CURLcode tp_easy_setopt_closesocket_callback(
     CURL *handle, int (*callback)(void *, curl_socket_t)) {
     return curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, callback);

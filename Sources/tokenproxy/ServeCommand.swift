@@ -35,6 +35,8 @@ struct ServeCommand: ParsableCommand {
 
         // Writes to a closed client socket must fail with EPIPE, never kill the process.
         signal(SIGPIPE, SIG_IGN)
+        let descriptors = DescriptorLimit.raiseSoftLimit()
+        logger.info("descriptor limit", metadata: ["soft": "\(descriptors.soft)", "hard": "\(descriptors.hard)"])
         // The upstream engine design can be switched for measurements (bench/run.sh).
         let engineName = ProcessEnvironment.variables["TOKENPROXY_CURL_ENGINE"] ?? CurlEngineKind.poll.rawValue
         guard let engineKind = CurlEngineKind(rawValue: engineName) else {

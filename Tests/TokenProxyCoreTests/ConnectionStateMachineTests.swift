@@ -131,7 +131,7 @@ struct ResponseEncoderTests {
     }
 
     @Test func knownLengthUsesContentLength() {
-        let (text, keep, encoder) = self.encode(HTTPResponseHead(status: 200, contentLength: 5))
+        var (text, keep, encoder) = self.encode(HTTPResponseHead(status: 200, contentLength: 5))
         #expect(text == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n")
         #expect(keep)
         var body: [UInt8] = []
@@ -140,8 +140,18 @@ struct ResponseEncoderTests {
         #expect(body == Array("hello".utf8))
     }
 
+    @Test func bytesPastTheAnnouncedLengthAreNotEncoded() {
+        var (_, _, encoder) = self.encode(HTTPResponseHead(status: 200, contentLength: 5))
+        var body: [UInt8] = []
+        #expect(encoder.encodeBody(Array("hel".utf8), into: &body) == .accepted)
+        #expect(!encoder.isBodyComplete)
+        #expect(encoder.encodeBody(Array("loEXTRA".utf8), into: &body) == .exceedsLength)
+        #expect(body == Array("hello".utf8))
+        #expect(encoder.isBodyComplete)
+    }
+
     @Test func unknownLengthIsChunkedForHTTP11() {
-        let (text, _, encoder) = self.encode(HTTPResponseHead(status: 200))
+        var (text, _, encoder) = self.encode(HTTPResponseHead(status: 200))
         #expect(text.contains("Transfer-Encoding: chunked\r\n"))
         var body: [UInt8] = []
         encoder.encodeBody(Array("0123456789abcdefX".utf8), into: &body)
@@ -158,7 +168,7 @@ struct ResponseEncoderTests {
     }
 
     @Test func headAnswersKeepTheLengthButSendNoBody() {
-        let (text, _, encoder) = self.encode(HTTPResponseHead(status: 200, contentLength: 42), isHead: true)
+        var (text, _, encoder) = self.encode(HTTPResponseHead(status: 200, contentLength: 42), isHead: true)
         #expect(text.contains("Content-Length: 42\r\n"))
         var body: [UInt8] = []
         encoder.encodeBody(Array("x".utf8), into: &body)

@@ -336,14 +336,28 @@ final class HTTPConnection {
         self.enqueue(bytes)
     }
 
+    /// Writes body bytes within the framing the head announced: bytes past an announced
+    /// `Content-Length` are never written, and the exchange is aborted instead (the client's
+    /// next read would otherwise take them for a response of its own).
     func exchangeSendBody(_ exchange: HTTPExchange, _ bytes: some Collection<UInt8>) {
         guard exchange === self.current, !self.closed else { return }
-        self.encoder.encodeBody(bytes, into: &self.output)
+        if self.encoder.encodeBody(bytes, into: &self.output) == .exceedsLength {
+            exchange.abort()
+            return
+        }
         self.flush()
     }
 
-    func exchangeFinish(_ exchange: HTTPExchange) {
-        guard exchange === self.current, !self.closed else { return }
+    /// Ends the response; returns false when the body fell short of the announced
+    /// `Content-Length`, in which case the connection is aborted rather than finished, so
+    /// the client sees a broken body, never a complete-looking one.
+    @discardableResult
+    func exchangeFinish(_ exchange: HTTPExchange) -> Bool {
+        guard exchange === self.current, !self.closed else { return true }
+        guard self.encoder.isBodyComplete else {
+            self.exchangeAbort(exchange)
+            return false
+        }
         self.encoder.encodeEnd(into: &self.output)
         self.current = nil
         self.bodyEndDelivered = false
@@ -354,6 +368,7 @@ final class HTTPConnection {
         let action = self.lifecycle.responseFinished()
         self.flush()
         self.perform(action)
+        return true
     }
 
     func exchangeAbort(_ exchange: HTTPExchange) {

@@ -100,6 +100,7 @@ public final class HTTPExchange {
     }
 
     /// Sends part of the response body.
+    /// Bytes beyond an announced `Content-Length` are not sent: the exchange is aborted.
     public func sendBody(_ bytes: some Collection<UInt8>) {
         self.assertInContext()
         guard self.responseStarted, !self.isComplete else { return }
@@ -107,13 +108,14 @@ public final class HTTPExchange {
         self.connection?.exchangeSendBody(self, bytes)
     }
 
-    /// Ends the response.
+    /// Ends the response. A body shorter than the `Content-Length` its head announced cannot
+    /// be finished: the connection is aborted instead (reported as not finished).
     public func finish() {
         self.assertInContext()
         guard self.responseStarted, !self.isComplete else { return }
         self.isComplete = true
-        self.connection?.exchangeFinish(self)
-        self.complete(finished: true)
+        let finished = self.connection?.exchangeFinish(self) ?? true
+        self.complete(finished: finished)
     }
 
     /// Runs `body` with the writes it makes coalesced into one flush at its end: for

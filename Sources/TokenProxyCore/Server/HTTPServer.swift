@@ -53,8 +53,21 @@ public final class HTTPServer: Sendable {
     public func bind(_ address: ListenAddress) throws(SystemError) -> ListenAddress {
         let bound = try Socket.listen(on: address)
         let queue = DispatchQueue(label: "tokenproxy.accept.\(bound.address)")
-        let listener = Listener(descriptor: bound.descriptor, address: bound.address, queue: queue) {
-            [self] descriptor, peer in
+        let logger = self.logger
+        let listener = Listener(
+            descriptor: bound.descriptor,
+            address: bound.address,
+            queue: queue,
+            onPause: { reason in
+                logger.warning(
+                    "accept paused",
+                    metadata: [
+                        "listen": "\(bound.address)", "reason": "\(reason)",
+                        "seconds": "\(Listener.pauseSeconds)", "open": "\(self.openConnections)",
+                    ]
+                )
+            }
+        ) { [self] descriptor, peer in
             self.accepted(descriptor, peer: peer)
         }
         self.registry.withLock { $0.listeners.append(listener) }
@@ -92,7 +105,7 @@ public final class HTTPServer: Sendable {
 
     /// Answers a connection over the limit with 503 and closes it. The answer is small enough
     /// to fit the socket buffer, so one non-blocking send suffices.
-    private static func refuse(_ descriptor: Int32, draining: Bool) {
+    static func refuse(_ descriptor: Int32, draining: Bool) {
         let error =
             draining
             ? ProxyError(.shuttingDown, "the proxy is shutting down")
@@ -155,38 +168,83 @@ public final class HTTPServer: Sendable {
 
 /// One listening socket whose accept loop runs on a DispatchSource.
 ///
-/// `@unchecked Sendable`: after `init`, the source is only resumed and cancelled, and
-/// DispatchSource makes both thread-safe; the address is immutable.
+/// When descriptors run short (`accept` fails with `EMFILE`, `ENFILE`, `ENOBUFS` or `ENOMEM`,
+/// or the accepted descriptor lies in the reserve ``DescriptorLimit`` keeps), accepting
+/// pauses for ``pauseSeconds``, as nginx does: the listening socket stays readable while
+/// connections wait, so retrying at once would spin. A connection accepted into the reserve
+/// is answered 503 and closed.
+///
+/// `@unchecked Sendable`: after `init`, the source is only resumed, suspended and cancelled
+/// (thread-safe in DispatchSource), `paused` only on the listener's queue, and the address is
+/// immutable.
 final class Listener: @unchecked Sendable {
+    /// How long accepting pauses when descriptors run short.
+    static let pauseSeconds = 0.5
+    /// The most pending connections answered 503 before a pause.
+    static let refusalsPerPause = 256
+
     private let source: DispatchSourceRead
     private let descriptor: Int32
+    private let queue: DispatchQueue
+    private var paused = false
     let address: ListenAddress
 
     init(
         descriptor: Int32,
         address: ListenAddress,
         queue: DispatchQueue,
+        onPause: @escaping @Sendable (String) -> Void = { _ in },
         onAccept: @escaping @Sendable (Int32, String) -> Void
     ) {
         self.address = address
         self.descriptor = descriptor
+        self.queue = queue
         let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
-        source.setEventHandler {
-            // Accept everything pending; a burst of connections is one wake-up.
+        self.source = source
+        source.setEventHandler { [self] in
+            // Accept everything pending; a burst of connections is one wake-up. Once the
+            // reserve is reached, what is pending is answered 503 (a bounded number of them,
+            // each closed at once), then accepting pauses.
+            var refused = 0
             while true {
-                do {
-                    guard case .processed(let (client, peer)) = try Socket.accept(descriptor) else { return }
+                do throws(SystemError) {
+                    guard case .processed(let (client, peer)) = try Socket.accept(descriptor) else { break }
+                    guard refused == 0, DescriptorLimit.admitsConnection(client) else {
+                        HTTPServer.refuse(client, draining: false)
+                        refused += 1
+                        if refused < Self.refusalsPerPause { continue }
+                        break
+                    }
                     onAccept(client, peer)
                 } catch {
-                    // EMFILE, ECONNABORTED and the like: try again on the next readiness event.
-                    return
+                    if DescriptorLimit.isShortage(error.errno) {
+                        self.pause()
+                        onPause(error.description)
+                        return
+                    }
+                    // ECONNABORTED and the like: try again on the next readiness event.
+                    break
                 }
+            }
+            if refused > 0 {
+                self.pause()
+                onPause("descriptor reserve reached; \(refused) connections answered 503")
             }
         }
         source.setCancelHandler {
             Self.release(descriptor, address)
         }
-        self.source = source
+    }
+
+    /// Stops reading the listening socket for ``pauseSeconds`` (on the listener's queue).
+    private func pause() {
+        guard !self.paused else { return }
+        self.paused = true
+        self.source.suspend()
+        self.queue.asyncAfter(deadline: .now() + Self.pauseSeconds) { [self] in
+            self.paused = false
+            self.source.resume()
+        }
     }
 
     private static func release(_ descriptor: Int32, _ address: ListenAddress) {

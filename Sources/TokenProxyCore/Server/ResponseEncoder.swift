@@ -1,6 +1,10 @@
 /// Turns response heads and body parts into bytes for an HTTP/1.x client, choosing the
 /// framing (RFC 9112 §6): `Content-Length` when the length is known, chunked for an
 /// HTTP/1.1 client otherwise, and end-of-connection for an HTTP/1.0 client.
+///
+/// It is also where the announced framing is kept (`docs/upstream.md`, "Responses"): body
+/// bytes are counted against the `Content-Length` written in the head, bytes beyond it are
+/// never encoded, and ``isBodyComplete`` tells whether the body may be ended as complete.
 struct ResponseEncoder: Sendable {
     enum Framing: Sendable, Equatable {
         /// No body is sent at all (HEAD, 1xx, 204, 304).
@@ -15,6 +19,23 @@ struct ResponseEncoder: Sendable {
     static let framingHeaders = HeaderNameSet(["content-length", "transfer-encoding", "connection", "keep-alive"])
 
     private(set) var framing: Framing = .noBody
+    /// Body bytes still owed under `.contentLength` framing.
+    private(set) var remaining: Int64 = 0
+
+    /// What ``encodeBody(_:into:)`` did with a part.
+    enum BodyOutcome: Sendable, Equatable {
+        /// The part was encoded (or dropped, when the framing allows no body).
+        case accepted
+        /// The part went past the announced `Content-Length`: only the bytes up to it were
+        /// encoded; the connection must end, since the client's framing is exhausted.
+        case exceedsLength
+    }
+
+    /// Whether the body sent so far is everything the head announced: false while a
+    /// `Content-Length` is not yet met, when the exchange may only be aborted.
+    var isBodyComplete: Bool {
+        self.framing != .contentLength || self.remaining == 0
+    }
 
     /// Encodes the status line and header section. `keepAlive` is whether the connection stays
     /// open; it returns false when the framing chosen forces a close.
@@ -26,8 +47,9 @@ struct ResponseEncoder: Sendable {
     ) -> [UInt8] {
         if head.forbidsBody || requestIsHead {
             self.framing = .noBody
-        } else if head.contentLength != nil {
+        } else if let length = head.contentLength, length >= 0 {
             self.framing = .contentLength
+            self.remaining = length
         } else if requestVersion == .http1_1 {
             self.framing = .chunked
         } else {
@@ -64,7 +86,7 @@ struct ResponseEncoder: Sendable {
             bytes.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
         case .noBody:
             // RFC 9110 §8.6: a HEAD answer may carry the length the GET would have had.
-            if requestIsHead, let length = head.contentLength, !head.forbidsBody {
+            if requestIsHead, let length = head.contentLength, length >= 0, !head.forbidsBody {
                 bytes.append(contentsOf: "Content-Length: ".utf8)
                 Self.appendDigits(length, to: &bytes)
                 bytes.append(contentsOf: "\r\n".utf8)
@@ -101,13 +123,26 @@ struct ResponseEncoder: Sendable {
         }
     }
 
-    /// Appends one body part in the chosen framing to `output`.
-    func encodeBody(_ part: some Collection<UInt8>, into output: inout [UInt8]) {
-        guard !part.isEmpty else { return }
+    /// Appends one body part in the chosen framing to `output`. Under `.contentLength`
+    /// framing at most the bytes still owed are appended (RFC 9112 §6.3: the client reads the
+    /// next response after exactly that many).
+    @discardableResult
+    mutating func encodeBody(_ part: some Collection<UInt8>, into output: inout [UInt8]) -> BodyOutcome {
+        guard !part.isEmpty else { return .accepted }
         switch self.framing {
         case .noBody:
-            return
-        case .contentLength, .untilClose:
+            return .accepted
+        case .contentLength:
+            let count = Int64(part.count)
+            if count <= self.remaining {
+                output.append(contentsOf: part)
+                self.remaining -= count
+                return .accepted
+            }
+            output.append(contentsOf: part.prefix(Int(self.remaining)))
+            self.remaining = 0
+            return .exceedsLength
+        case .untilClose:
             output.append(contentsOf: part)
         case .chunked:
             Self.appendDigits(Int64(part.count), radix: 16, to: &output)
@@ -115,6 +150,7 @@ struct ResponseEncoder: Sendable {
             output.append(contentsOf: part)
             output.append(contentsOf: "\r\n".utf8)
         }
+        return .accepted
     }
 
     /// Appends the end of the body (the last chunk for chunked framing).

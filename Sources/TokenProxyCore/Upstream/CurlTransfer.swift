@@ -2,6 +2,12 @@ import CCurl
 import Dispatch
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 /// One request to an upstream: a libcurl easy handle, its callbacks, and the flow control
 /// between the client connection's queue and the engine thread.
 ///
@@ -63,6 +69,8 @@ public final class CurlTransfer: @unchecked Sendable {
     private var errorBuffer: UnsafeMutablePointer<CChar>?
     private var parser = UpstreamResponseParser()
     private var headSent = false
+    /// Why the upstream's head was refused, when it was.
+    private var headError: ProxyError?
     private var outbox = CurlDelivery()
     private var outboxQueued = false
     var result: CURLcode = CURLE_OK
@@ -179,6 +187,7 @@ public final class CurlTransfer: @unchecked Sendable {
         set(tp_easy_setopt_write_callback(easy, curlWriteCallback))
         set(tp_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, userdata))
         set(tp_easy_setopt_header_callback(easy, curlHeaderCallback))
+        set(tp_easy_setopt_opensocket_callback(easy, curlOpenSocketCallback))
         engine.configure(easy)
         set(tp_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, userdata))
 
@@ -300,6 +309,8 @@ public final class CurlTransfer: @unchecked Sendable {
             // Reset after the head went out: the client must see a broken body, never a
             // complete-looking one.
             self.post(end: .abort)
+        } else if let headError = self.headError {
+            self.post(end: .fail(headError))
         } else {
             self.post(
                 end: .fail(
@@ -414,6 +425,11 @@ public final class CurlTransfer: @unchecked Sendable {
         case .invalid:
             return false
         case .complete:
+            if let problem = self.parser.framingProblem {
+                // Not relayed: the transfer stops here and the client gets 502.
+                self.headError = ProxyError(.upstreamUnreachable, problem, route: self.route, provider: self.provider)
+                return false
+            }
             self.headSent = true
             self.firstByteDeadline = nil
             self.outbox.head = self.parser.head(requestIsHead: self.requestIsHead, relay: self.relay)
@@ -517,4 +533,27 @@ private let curlHeaderCallback:
         guard let transfer = transfer(userdata), let data else { return 0 }
         let line = UnsafeRawBufferPointer(start: data, count: size * count)
         return transfer.receivedHeaderLine(line) ? size * count : 0
+    }
+
+/// Opens the upstream sockets: close-on-exec, and only while descriptors are not short. A
+/// socket that cannot be made, or that lies in the reserve ``DescriptorLimit`` keeps, is not
+/// used; libcurl then fails the transfer to connect, and the client gets 502
+/// `upstream_unreachable`.
+private let curlOpenSocketCallback:
+    @convention(c) (UnsafeMutableRawPointer?, curlsocktype, UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t = {
+        _,
+        _,
+        address in
+        guard let address else { return -1 }
+        let descriptor = socket(
+            address.pointee.family,
+            address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue),
+            address.pointee.protocol
+        )
+        guard descriptor >= 0 else { return -1 }
+        guard DescriptorLimit.admitsUpstreamSocket(descriptor) else {
+            close(descriptor)
+            return -1
+        }
+        return descriptor
     }

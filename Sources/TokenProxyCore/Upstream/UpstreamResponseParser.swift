@@ -109,10 +109,14 @@ struct UpstreamResponseParser: Sendable {
                 connectionNamed.append(Substring(option.trimmingHTTPWhitespace()))
             }
         }
+        // Transfer-Encoding wins over Content-Length (RFC 9112 §6.3 rule 3): libcurl decodes
+        // the chunks, so the client's framing is the proxy's own (chunked, or until close).
         var contentLength: Int64?
+        if !self.hasTransferEncoding, case .length(let length) = self.declaredLength {
+            contentLength = length
+        }
         for (name, value) in self.fields {
             if name.equalsIgnoringASCIICase("content-length") {
-                contentLength = Int64(value)
                 continue
             }
             guard !Self.hopByHop.contains(name), !connectionNamed.contains(where: { name.equalsIgnoringASCIICase($0) }),
@@ -131,6 +135,46 @@ struct UpstreamResponseParser: Sendable {
             head.contentLength = contentLength
         }
         return head
+    }
+
+    /// What the head's `Content-Length` fields say.
+    enum DeclaredLength: Equatable {
+        /// No `Content-Length` field.
+        case absent
+        /// One length, possibly repeated identically (RFC 9110 §8.6).
+        case length(Int64)
+        /// Differing, empty, non-numeric or overflowing values (RFC 9112 §6.3 rule 5).
+        case invalid
+    }
+
+    /// Whether the head has a `Transfer-Encoding` field.
+    var hasTransferEncoding: Bool {
+        self.fields.contains { $0.0.equalsIgnoringASCIICase("transfer-encoding") }
+    }
+
+    /// The length the `Content-Length` fields declare, each field possibly a list; parsed
+    /// by the same rule as a request's (``HTTPGrammar/contentLength(_:)``).
+    var declaredLength: DeclaredLength {
+        let values = self.fields.filter { $0.0.equalsIgnoringASCIICase("content-length") }.map(\.1)
+        guard !values.isEmpty else { return .absent }
+        switch HTTPGrammar.contentLength(values) {
+        case .success(let length): return .length(length)
+        case .failure: return .invalid
+        }
+    }
+
+    /// Why the final head's framing cannot be relayed, or nil when it can (RFC 9112 §6.3):
+    /// a `Transfer-Encoding` whose final coding is not chunked, or, without one, a
+    /// `Content-Length` that is not a single valid number. Such an answer is not relayed;
+    /// the client gets 502.
+    var framingProblem: String? {
+        let codings = self.fields.filter { $0.0.equalsIgnoringASCIICase("transfer-encoding") }
+            .flatMap { $0.1.split(separator: ",") }
+            .map { $0.trimmingHTTPWhitespace().lowercased() }
+        if !codings.isEmpty {
+            return codings.last == "chunked" ? nil : "the upstream's transfer coding is not chunked"
+        }
+        return self.declaredLength == .invalid ? "the upstream's Content-Length is invalid or conflicting" : nil
     }
 
     /// A `Location` pointing into the route's upstream (same origin, under its base path)

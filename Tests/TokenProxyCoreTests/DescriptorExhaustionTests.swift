@@ -1,0 +1,131 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import TokenProxyCore
+
+/// `tokenproxy serve` started under a low `RLIMIT_NOFILE` (`docs/http-behaviour.md`,
+/// "Descriptors").
+@Suite struct DescriptorExhaustionTests {
+    /// Standard error of the running process, collected as it arrives.
+    private final class Output: Sendable {
+        private let text = Mutex("")
+
+        init(_ pipe: Pipe) {
+            let handle = pipe.fileHandleForReading
+            Thread { [self] in
+                while true {
+                    let data = handle.availableData
+                    guard !data.isEmpty else { return }
+                    self.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
+                }
+            }.start()
+        }
+
+        var lines: [[String: String]] {
+            self.text.withLock { $0 }.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String]
+            }
+        }
+
+        func count(_ message: String) -> Int {
+            self.lines.filter { $0["msg"] == message }.count
+        }
+
+        var raw: String { self.text.withLock { $0 } }
+    }
+
+    /// Starts `serve` through `prlimit --nofile=soft:hard`, routing `/api` to `upstream`.
+    private func serve(
+        to upstream: FakeUpstream,
+        in directory: ScriptDirectory,
+        soft: Int,
+        hard: Int
+    ) throws -> (Process, Output, UInt16) {
+        let config = directory.path("proxy.json")
+        try """
+        {"listen": "127.0.0.1:0", "token_store": "memory", "providers": {},
+         "routes": [{"path_prefix": "/api", "upstream": "http://127.0.0.1:\(upstream.port)"}]}
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+        process.arguments = [
+            "--nofile=\(soft):\(hard)", CommandLine.binary, "serve", "--config", config, "--log-format", "json",
+        ]
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let output = Output(stderr)
+        let port = eventually {
+            output.lines.first { $0["msg"] == "listening" }?["listen"]
+                .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) }
+        }
+        guard let port else {
+            process.terminate()
+            process.waitUntilExit()
+            throw TestClient.Failure(description: "no listening line: \(output.raw)")
+        }
+        return (process, output, port)
+    }
+
+    @Test func moreConnectionsThanDescriptorsLeaveTheProxyServing() throws {
+        let upstream = try FakeUpstream()
+        let directory = try ScriptDirectory()
+        let (process, output, port) = try self.serve(to: upstream, in: directory, soft: 40, hard: 40)
+        defer {
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
+        }
+
+        // Five times the descriptors the proxy has, all at once, each with a request.
+        var flood: [TestClient] = []
+        for _ in 0..<200 {
+            let client = try TestClient(port: port, timeout: 2)
+            try client.send("GET /api/status/200 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            flood.append(client)
+        }
+        var answered = 0
+        for client in flood {
+            if let response = try? client.readResponse(), [200, 503].contains(response.status) {
+                answered += 1
+            }
+        }
+        #expect(answered > 0)
+        #expect(process.isRunning, "\(output.raw)")
+        flood.removeAll()
+
+        // Descriptors come back: a normal request is served again.
+        let served = eventually { () -> Bool in
+            guard let client = try? TestClient(port: port, timeout: 2),
+                let response = try? client.get("/api/status/200")
+            else { return false }
+            return response.status == 200
+        }
+        #expect(served, "\(output.raw.suffix(2000))")
+        #expect(process.isRunning)
+        // Accepting paused a few times, each for a while: not once per pending connection.
+        let pauses = output.count("accept paused")
+        #expect(pauses >= 1)
+        #expect(pauses < 40, "\(pauses) pauses")
+    }
+
+    @Test func serveRaisesTheSoftLimitToTheHardOne() throws {
+        let upstream = try FakeUpstream()
+        let directory = try ScriptDirectory()
+        let (process, output, _) = try self.serve(to: upstream, in: directory, soft: 64, hard: 512)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let limits = try String(contentsOfFile: "/proc/\(process.processIdentifier)/limits", encoding: .utf8)
+        let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+        let figures = line.split(separator: " ").compactMap { Int($0) }
+        #expect(figures == [512, 512])
+        let logged = try #require(output.lines.first { $0["msg"] == "descriptor limit" })
+        #expect(logged["soft"] == "512")
+        #expect(logged["hard"] == "512")
+    }
+}

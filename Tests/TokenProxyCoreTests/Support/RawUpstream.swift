@@ -1,0 +1,82 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An upstream on loopback that answers each request with hand-written bytes, for framing no
+/// well-behaved server produces (conflicting lengths, bodies longer or shorter than
+/// announced). Each connection serves one request: the answer is written, then the socket is
+/// closed, so a bad answer can never reach another request over the same upstream connection.
+final class RawUpstream: @unchecked Sendable {
+    let port: UInt16
+    private let listener: Int32
+    private let answer: @Sendable (_ requestHead: String) -> [UInt8]
+
+    /// Listens on an ephemeral loopback port; `answer` maps a request head (request line and
+    /// fields, as text) to the bytes sent back.
+    init(answer: @escaping @Sendable (_ requestHead: String) -> [UInt8]) throws {
+        self.answer = answer
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(listener, 64) == 0 else {
+            close(listener)
+            throw TestClient.Failure(description: "raw upstream: bind or listen failed, errno \(errno)")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        self.listener = listener
+        self.port = UInt16(bigEndian: address.sin_port)
+        Thread.detachNewThread {
+            while true {
+                let client = accept(listener, nil, nil)
+                guard client >= 0 else { return }
+                Thread.detachNewThread { Self.serve(client, answer: answer) }
+            }
+        }
+    }
+
+    /// The text of an answer: lines joined with CRLF, then `body` as it is.
+    static func answer(_ lines: [String], body: String = "") -> [UInt8] {
+        Array((lines.joined(separator: "\r\n") + "\r\n\r\n" + body).utf8)
+    }
+
+    private static func serve(_ client: Int32, answer: (String) -> [UInt8]) {
+        defer { close(client) }
+        var request: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let end = Array("\r\n\r\n".utf8)
+        while request.firstRange(of: end) == nil {
+            let count = read(client, &chunk, chunk.count)
+            guard count > 0 else { return }
+            request += chunk[..<count]
+        }
+        let bytes = answer(String(decoding: request, as: UTF8.self))
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { return }
+            sent += count
+        }
+        // Let the proxy read everything before the connection ends.
+        shutdown(client, Int32(SHUT_WR))
+        var timeout = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        while read(client, &chunk, chunk.count) > 0 {}
+    }
+
+    deinit {
+        shutdown(self.listener, Int32(SHUT_RDWR))
+        close(self.listener)
+    }
+}
