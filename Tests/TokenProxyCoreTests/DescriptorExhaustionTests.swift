@@ -24,12 +24,13 @@ import Testing
 
         var lines: [[String: String]] {
             self.text.withLock { $0 }.split(separator: "\n").compactMap {
-                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String]
+                (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?
+                    .mapValues { "\($0)" }
             }
         }
 
         func count(_ message: String) -> Int {
-            self.lines.filter { $0["msg"] == message }.count
+            self.lines.filter { $0["message"] == message }.count
         }
 
         var raw: String { self.text.withLock { $0 } }
@@ -58,7 +59,7 @@ import Testing
         try process.run()
         let output = Output(stderr)
         let port = eventually {
-            output.lines.first { $0["msg"] == "listening" }?["listen"]
+            output.lines.first { $0["message"] == "listening" }?["server.address"]
                 .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) }
         }
         guard let port else {
@@ -124,8 +125,8 @@ import Testing
         let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
         let figures = line.split(separator: " ").compactMap { Int($0) }
         #expect(figures == [512, 512])
-        let logged = try #require(output.lines.first { $0["msg"] == "descriptor limit" })
-        #expect(logged["soft"] == "512")
-        #expect(logged["hard"] == "512")
+        let logged = try #require(output.lines.first { $0["message"] == "descriptor limit" })
+        #expect(logged["tokenproxy.soft"] == "512")
+        #expect(logged["tokenproxy.hard"] == "512")
     }
 }
