@@ -28,8 +28,12 @@ fi
 export SWIFT_BACKTRACE=enable=no
 
 scratch=../.build-fuzz
-swift build --package-path . --scratch-path "$scratch" -c debug --sanitize=fuzzer --sanitize=address
-bin=$(swift build --package-path . --scratch-path "$scratch" -c debug --sanitize=fuzzer --sanitize=address --show-bin-path)
+# The sanitizer flags are also given to swiftc itself: SwiftPM's --sanitize alone was seen to
+# leave the Swift modules without coverage instrumentation, which makes libFuzzer blind.
+flags=(--package-path . --scratch-path "$scratch" -c debug --sanitize=fuzzer --sanitize=address
+    -Xswiftc -sanitize=fuzzer,address -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table)
+swift build "${flags[@]}"
+bin=$(swift build "${flags[@]}" --show-bin-path)
 
 mkdir -p artifacts
 for name in "${selected[@]}"; do
