@@ -85,7 +85,7 @@ struct ServeCommand: ParsableCommand {
     }
 }
 
-/// SIGTERM/SIGINT drain and exit; SIGHUP reloads the config (SPEC "Behaviour" 12).
+/// SIGTERM/SIGINT drain and exit; SIGHUP reloads the config (`docs/operations.md`).
 enum SignalHandling {
     nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
 

@@ -26,7 +26,7 @@ struct ConfigOption: ParsableArguments {
     }
 }
 
-/// Exit codes from the SPEC: 0 success, 1 runtime failure, 2 usage or config error.
+/// Exit codes (README, "Signals and exit codes"): 0 success, 1 runtime failure, 2 usage or config error.
 enum ExitStatus {
     static let runtimeFailure = ExitCode(1)
     static let configError = ExitCode(2)

@@ -111,7 +111,7 @@ import Testing
         #expect(!errors.raw.contains("serve-s3cret"))
     }
 
-    /// SPEC security rules: the credential goes to the route's upstream and nowhere else, so
+    /// `docs/security.md`: the credential goes to the route's upstream and nowhere else, so
     /// the proxy variables libcurl would otherwise honour (`http_proxy`, `all_proxy`, ...) are
     /// ignored, with nothing in `no_proxy` to exempt the upstream.
     @Test func environmentProxyVariablesAreIgnored() throws {

@@ -38,7 +38,7 @@ public protocol CredentialSource: Sendable {
     func invalidate(_ token: AccessToken)
 }
 
-/// Formats a token into the header the provider names (SPEC provider keys `header`, `format`).
+/// Formats a token into the header the provider names (`docs/configuration.md`, provider keys `header`, `format`).
 public struct CredentialFormatter: Sendable, Equatable {
     /// The header name, `Authorization` by default.
     public let header: String

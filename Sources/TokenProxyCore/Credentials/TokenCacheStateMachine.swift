@@ -1,6 +1,6 @@
 /// The token cache of one provider as a pure state machine: at most one fetch in flight,
 /// every request that arrives meanwhile waits for its result, and a valid token is handed
-/// out until `skew` before it expires (SPEC "Behaviour" 5).
+/// out until `skew` before it expires (`docs/token-store.md`, RFC 6749 §5.1).
 ///
 /// `Waiter` is whatever the owner needs to answer a request later (a completion handler).
 struct TokenCacheStateMachine<Waiter> {

@@ -19,7 +19,7 @@ public struct ConnectionSettings: Sendable {
     /// the buffer's edges with small answers.
     var outputHighMark = 256 * 1024
 
-    /// Creates settings; the defaults are the SPEC's.
+    /// Creates settings; the defaults are those of `docs/configuration.md`, "Limits".
     public init(
         parserLimits: HTTPParserLimits = HTTPParserLimits(),
         headerTimeout: Double = 10,

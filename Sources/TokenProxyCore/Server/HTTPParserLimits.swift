@@ -1,4 +1,4 @@
-/// The size limits the request parser enforces (SPEC `limits`).
+/// The size limits the request parser enforces (`docs/configuration.md`, "Limits").
 public struct HTTPParserLimits: Sendable, Equatable {
     /// Longest request line, CRLF excluded (→ 414).
     public var maxRequestLineBytes: Int
@@ -9,7 +9,7 @@ public struct HTTPParserLimits: Sendable, Equatable {
     /// Most chunk-extension bytes over one request body (→ 400).
     public var maxChunkExtensionBytes: Int
 
-    /// Creates limits; the defaults are the SPEC's.
+    /// Creates limits; the defaults are those of `docs/configuration.md`, "Limits".
     public init(
         maxRequestLineBytes: Int = 8192,
         maxHeaderBytes: Int = 65536,

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Renders a ``ProxyError`` as the response the proxy sends: the single place where an error
-/// becomes a status line, a JSON body and the `X-Tokenproxy-Error` header (SPEC "Behaviour" 9).
+/// becomes a status line, a JSON body and the `X-Tokenproxy-Error` header (`docs/architecture.md`, "Errors").
 public enum ErrorResponse {
     /// The header naming the error code on every response the proxy produces itself.
     public static let errorHeaderName = "X-Tokenproxy-Error"

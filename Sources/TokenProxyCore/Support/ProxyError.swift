@@ -1,7 +1,7 @@
 /// An error the proxy answers a client with itself, rather than relaying an upstream's answer.
 ///
 /// Every such error has a stable machine-readable ``code`` (the `error` member of the JSON
-/// body and the `X-Tokenproxy-Error` header, SPEC "Behaviour" 9), a human-readable message
+/// body and the `X-Tokenproxy-Error` header, `docs/architecture.md`, "Errors"), a human-readable message
 /// and, where known, the route and provider it concerns. Mapping a code to its HTTP status
 /// happens only in ``ProxyError/Code/status``; rendering the body only in ``ErrorResponse``.
 public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -87,7 +87,7 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
         }
 
         /// Whether the request's framing may be in doubt after this error, so the connection
-        /// must close once the answer is sent (SPEC "Security rules": 400, 408, 413, 414, 431).
+        /// must close once the answer is sent (400, 408, 413, 414, 431: `docs/http-behaviour.md`).
         public var closesConnection: Bool {
             switch self.base {
             case .badRequest, .requestTimeout, .uriTooLong, .headersTooLarge, .versionNotSupported,

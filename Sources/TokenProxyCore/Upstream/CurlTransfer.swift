@@ -152,7 +152,7 @@ public final class CurlTransfer: @unchecked Sendable {
         set(tp_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, buffer))
         set(tp_easy_setopt_string(easy, CURLOPT_URL, self.request.url))
         // Only the route's upstream, never redirects, never another protocol, never an
-        // environment proxy, and the path exactly as built (SPEC "Security rules").
+        // environment proxy, and the path exactly as built (`docs/security.md`).
         set(tp_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, self.options.allowPlainHTTP ? "http,https" : "https"))
         set(tp_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "https"))
         set(tp_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))

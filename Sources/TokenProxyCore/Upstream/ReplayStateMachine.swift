@@ -1,4 +1,4 @@
-/// The 401 replay rule (SPEC "Behaviour" 6) as a pure state machine: a request whose
+/// The 401 replay rule (`docs/upstream.md`, "A 401 from the upstream") as a pure state machine: a request whose
 /// upstream answered 401 is replayed once with a fresh token, when its body (if any) was
 /// complete and at most the replay buffer when the answer came. A second 401, or a body
 /// that could not be kept, goes back to the client unchanged.

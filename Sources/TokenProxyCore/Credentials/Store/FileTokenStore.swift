@@ -8,7 +8,7 @@ import Foundation
     import Darwin
 #endif
 
-/// The token store in one JSON file (SPEC `token_store`, "Behaviour" 5 and 7), optionally
+/// The token store in one JSON file (`docs/token-store.md`), optionally
 /// encrypted with AES-256-GCM; the format is described in `docs/token-store.md`.
 ///
 /// Processes (and threads) sharing the file coordinate with flock(2) on `PATH.lock`: reads

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What the token store keeps for one provider (SPEC "Behaviour" 7): the tokens, when the
+/// What the token store keeps for one provider (`docs/token-store.md`): the tokens, when the
 /// access token expires on the wall clock, and the last failure for `tokenproxy status`.
 public struct StoredGrant: Codable, Sendable, Equatable {
     /// The access token, when one was obtained.
