@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import TokenProxyCore
@@ -7,42 +6,13 @@ import Testing
 /// `tokenproxy serve` started under a low `RLIMIT_NOFILE` (`docs/http-behaviour.md`,
 /// "Descriptors").
 @Suite struct DescriptorExhaustionTests {
-    /// Standard error of the running process, collected as it arrives.
-    private final class Output: Sendable {
-        private let text = Mutex("")
-
-        init(_ pipe: Pipe) {
-            let handle = pipe.fileHandleForReading
-            Thread { [self] in
-                while true {
-                    let data = handle.availableData
-                    guard !data.isEmpty else { return }
-                    self.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
-                }
-            }.start()
-        }
-
-        var lines: [[String: String]] {
-            self.text.withLock { $0 }.split(separator: "\n").compactMap {
-                (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?
-                    .mapValues { "\($0)" }
-            }
-        }
-
-        func count(_ message: String) -> Int {
-            self.lines.filter { $0["message"] == message }.count
-        }
-
-        var raw: String { self.text.withLock { $0 } }
-    }
-
     /// Starts `serve` through `prlimit --nofile=soft:hard`, routing `/api` to `upstream`.
     private func serve(
         to upstream: FakeUpstream,
         in directory: ScriptDirectory,
         soft: Int,
         hard: Int
-    ) throws -> (Process, Output, UInt16) {
+    ) throws -> (Process, ProcessErrorStream, UInt16) {
         let config = directory.path("proxy.json")
         try """
         {"listen": "127.0.0.1:0", "token_store": "memory", "providers": {},
@@ -57,9 +27,9 @@ import Testing
         process.standardError = stderr
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let output = Output(stderr)
+        let output = ProcessErrorStream(stderr)
         let port = eventually {
-            output.lines.first { $0["message"] == "listening" }?["server.address"]
+            output.textLines.first { $0["message"] == "listening" }?["server.address"]
                 .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) }
         }
         guard let port else {
@@ -125,7 +95,7 @@ import Testing
         let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
         let figures = line.split(separator: " ").compactMap { Int($0) }
         #expect(figures == [512, 512])
-        let logged = try #require(output.lines.first { $0["message"] == "descriptor limit" })
+        let logged = try #require(output.textLines.first { $0["message"] == "descriptor limit" })
         #expect(logged["tokenproxy.soft"] == "512")
         #expect(logged["tokenproxy.hard"] == "512")
     }

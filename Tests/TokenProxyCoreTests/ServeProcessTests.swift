@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import TokenProxyCore
@@ -7,39 +6,10 @@ import Testing
 /// `tokenproxy serve` as a process of its own: its log lines on standard error while it runs
 /// and when it exits.
 @Suite struct ServeProcessTests {
-    /// Standard error of a running process, collected on a thread as it arrives.
-    private final class ErrorStream: Sendable {
-        private let text = Mutex("")
-
-        init(_ pipe: Pipe) {
-            let handle = pipe.fileHandleForReading
-            Thread { [self] in
-                while true {
-                    let data = handle.availableData
-                    guard !data.isEmpty else { return }
-                    self.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
-                }
-            }.start()
-        }
-
-        /// The JSON log lines so far.
-        var lines: [[String: Any]] {
-            self.text.withLock { $0 }.split(separator: "\n").compactMap {
-                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-            }
-        }
-
-        func line(_ message: String) -> [String: Any]? {
-            self.lines.first { $0["message"] as? String == message }
-        }
-
-        var raw: String { self.text.withLock { $0 } }
-    }
-
     /// A running `tokenproxy serve` with JSON logs, and the port it listens on.
     private struct Serving {
         let process: Process
-        let errors: ErrorStream
+        let errors: ProcessErrorStream
         let port: UInt16
     }
 
@@ -69,7 +39,7 @@ import Testing
         process.standardError = stderr
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let errors = ErrorStream(stderr)
+        let errors = ProcessErrorStream(stderr)
         let port = eventually {
             (errors.line("listening")?["server.address"] as? String).flatMap { $0.split(separator: ":").last }.flatMap {
                 UInt16($0)
@@ -140,7 +110,7 @@ import Testing
 
     /// Runs `serve --log-format json` with `config` until `stop` says so, and returns its exit
     /// status and standard error.
-    private func runJSON(config: String, until stop: (ErrorStream) -> Bool) throws -> (Int32, String) {
+    private func runJSON(config: String, until stop: (ProcessErrorStream) -> Bool) throws -> (Int32, String) {
         let directory = try ScriptDirectory()
         let path = directory.path("proxy.json")
         try config.write(toFile: path, atomically: true, encoding: .utf8)
@@ -151,7 +121,7 @@ import Testing
         process.standardError = stderr
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let errors = ErrorStream(stderr)
+        let errors = ProcessErrorStream(stderr)
         _ = eventually { stop(errors) || !process.isRunning }
         if process.isRunning {
             process.interrupt()
