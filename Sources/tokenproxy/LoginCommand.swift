@@ -84,7 +84,7 @@ struct LoginCommand: ParsableCommand {
     }
 }
 
-/// Opening a URL in the person's browser when this session has a display.
+/// Opening a URL in the person's browser when a display is available.
 enum Browser {
     static func open(_ url: String) {
         let environment = ProcessEnvironment.variables
