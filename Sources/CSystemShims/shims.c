@@ -2,6 +2,8 @@
 #include <pthread.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include "CSystemShims.h"
 
@@ -33,4 +35,12 @@ int tp_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags) {
 
 int tp_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+int tp_wakeup_eventfd(void) {
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+void tp_name_current_thread(const char *name) {
+    prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
 }

@@ -19,7 +19,7 @@ struct CredentialCommandContext {
         self.configuration = try ConfigLoader.load(options.path)
         self.store = try ConfigLoader.openStore(self.configuration)
         signal(SIGPIPE, SIG_IGN)
-        self.fetcher = UpstreamFetcher(engine: CurlEngineKind.poll.make())
+        self.fetcher = UpstreamFetcher(engine: CurlEngine())
         var logger = Logger(label: "tokenproxy")
         logger.logLevel = .warning
         self.logger = logger

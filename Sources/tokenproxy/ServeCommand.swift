@@ -37,26 +37,15 @@ struct ServeCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         let descriptors = DescriptorLimit.raiseSoftLimit()
         logger.info("descriptor limit", metadata: ["soft": "\(descriptors.soft)", "hard": "\(descriptors.hard)"])
-        // The upstream engine design can be switched for measurements (bench/run.sh).
-        let engineName = ProcessEnvironment.variables["TOKENPROXY_CURL_ENGINE"] ?? CurlEngineKind.poll.rawValue
-        guard let engineKind = CurlEngineKind(rawValue: engineName) else {
-            Console.error(
-                "TOKENPROXY_CURL_ENGINE must be one of: \(CurlEngineKind.allCases.map(\.rawValue).joined(separator: ", "))"
-            )
-            throw ExitStatus.configError
-        }
-        // One engine per processor by default; the count can be set for measurements.
+        // One engine per processor by default; `TOKENPROXY_CURL_ENGINES` sets the count
+        // (1 to 64; docs/reference/environment.md).
         let engineCount =
-            ProcessEnvironment.variables["TOKENPROXY_CURL_ENGINES"].flatMap { Int($0) } ?? CurlEngineKind.defaultCount
-        // Answers are written by the engines in place; `0` sends each through the connection's
-        // queue instead, for measurements (docs/architecture.md).
-        let answersInPlace = ProcessEnvironment.variables["TOKENPROXY_ANSWERS_IN_PLACE"] != "0"
+            ProcessEnvironment.variables["TOKENPROXY_CURL_ENGINES"].flatMap { Int($0) } ?? CurlEngine.defaultCount
         let metrics = ProxyMetrics()
         let forwarder = CurlForwarder(
             configuration: configuration,
-            engines: engineKind.make(count: min(engineCount, 64)),
+            engines: CurlEngine.make(count: min(engineCount, 64)),
             store: store,
-            answersInPlace: answersInPlace,
             metrics: metrics,
             logger: logger
         )

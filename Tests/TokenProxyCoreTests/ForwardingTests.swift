@@ -14,10 +14,9 @@ final class ForwardingFixture {
     init(
         provider: String = #"{"grant": "static", "token": "upstream-token-1"}"#,
         route: String = "",
-        engine: (any CurlEngine)? = nil,
-        engines: [any CurlEngine]? = nil,
+        engine: (CurlEngine)? = nil,
+        engines: [CurlEngine]? = nil,
         store: (any TokenStore)? = nil,
-        answersInPlace: Bool = ForwardingFixture.answersInPlace,
         logger: Logger = TestLogging.logger,
         upstream: FakeUpstream? = nil,
         metrics: ProxyMetrics = ProxyMetrics(),
@@ -41,7 +40,6 @@ final class ForwardingFixture {
                     configuration: configuration,
                     engines: engines ?? [engine ?? ForwardingFixture.engine],
                     store: store,
-                    answersInPlace: answersInPlace,
                     metrics: metrics,
                     logger: logger
                 )
@@ -51,15 +49,8 @@ final class ForwardingFixture {
         )
     }
 
-    /// One engine for the whole test process, as in the proxy; `TOKENPROXY_CURL_ENGINE`
-    /// picks the design, so both can be run through the same tests.
-    static let engine: any CurlEngine =
-        CurlEngineKind(rawValue: ProcessInfo.processInfo.environment["TOKENPROXY_CURL_ENGINE"] ?? "")?.make()
-        ?? CurlPollEngine(name: "tokenproxy.test.curl")
-
-    /// Whether the fixtures' engines write answers in place unless a test says otherwise, as
-    /// `serve` does; `TOKENPROXY_ANSWERS_IN_PLACE=0` runs the whole suite through the queue.
-    static let answersInPlace = ProcessInfo.processInfo.environment["TOKENPROXY_ANSWERS_IN_PLACE"] != "0"
+    /// One engine for the whole test process, as in the proxy.
+    static let engine = CurlEngine(name: "tokenproxy.test.curl")
 
     func client() throws -> TestClient {
         try self.proxy.client()
@@ -348,35 +339,19 @@ struct ForwardingTests {
     }
 }
 
-/// The engines that run an event thread of their own, made with an idle wait of an hour: a
-/// command or a deadline that fails to wake the thread then shows as a hang, not a delay.
-enum SleepyEngine: String, CaseIterable, Sendable {
-    case poll
-    case epoll
-
-    func make(_ name: String) -> any CurlEngine {
-        switch self {
-        case .poll: return CurlPollEngine(name: name, idleWait: .seconds(3600))
-        case .epoll: return CurlEpollEngine(name: name, idleWait: .seconds(3600))
-        }
-    }
-
-    /// How many times the event thread of `engine`, made by `make`, went round its loop.
-    static func turns(of engine: any CurlEngine) -> Int? {
-        if let engine = engine as? CurlPollEngine { return engine.turns.load(ordering: .relaxed) }
-        if let engine = engine as? CurlEpollEngine { return engine.turns.load(ordering: .relaxed) }
-        return nil
-    }
+/// An engine made with an idle wait of an hour: a command or a deadline that fails to wake
+/// its thread then shows as a hang, not a delay.
+private func sleepyEngine(_ name: String) -> CurlEngine {
+    CurlEngine(name: name, idleWait: .seconds(3600))
 }
 
 struct EngineWakeUpTests {
-    /// The event thread wakes only for the first command after it went to sleep (and the
-    /// epoll engine's commands often run on the caller's thread instead). A command that
+    /// The event thread wakes only for the first command after it went to sleep. A command that
     /// arrived without a wake-up would leave its request unanswered and the client's read
     /// would time out.
-    @Test(arguments: SleepyEngine.allCases)
-    func requestsFromManyConnectionsAtOnceAreAllAnswered(engine kind: SleepyEngine) throws {
-        let engine = kind.make("tokenproxy.test.wakeup")
+    @Test
+    func requestsFromManyConnectionsAtOnceAreAllAnswered() throws {
+        let engine = sleepyEngine("tokenproxy.test.wakeup")
         let fixture = try ForwardingFixture(engine: engine)
         let answered = Mutex(0)
         let failures = Mutex<[String]>([])
@@ -419,9 +394,9 @@ struct EngineIdleTests {
     /// A wake-up is used up by the turn it causes: once the answers are out and nothing more
     /// comes, the event thread sleeps. A wake-up signal left set (an eventfd never read)
     /// would instead turn the loop without pause, thousands of times in the window below.
-    @Test(arguments: SleepyEngine.allCases)
-    func anEngineWithNothingToDoSleeps(engine kind: SleepyEngine) throws {
-        let engine = kind.make("tokenproxy.test.idle")
+    @Test
+    func anEngineWithNothingToDoSleeps() throws {
+        let engine = sleepyEngine("tokenproxy.test.idle")
         let fixture = try ForwardingFixture(engine: engine)
         let client = try fixture.client()
         for request in 0..<5 {
@@ -431,9 +406,9 @@ struct EngineIdleTests {
         }
         // Two quiet windows: the first lets a turn still under way after the last answer end.
         usleep(100_000)
-        let settled = try #require(SleepyEngine.turns(of: engine))
+        let settled = engine.turns.load(ordering: .relaxed)
         usleep(300_000)
-        let later = try #require(SleepyEngine.turns(of: engine))
+        let later = engine.turns.load(ordering: .relaxed)
         #expect(later - settled <= 1, "\(later - settled) turns with nothing to do")
     }
 }
@@ -442,11 +417,11 @@ struct EngineDeadlineTests {
     /// A transfer started on the client's thread while the event thread sleeps sets a
     /// first-byte deadline the sleeping thread did not know about; the thread must be woken
     /// for it, or the silent upstream would hold the client for the idle wait (an hour).
-    @Test(arguments: SleepyEngine.allCases)
-    func aDeadlineSetWhileTheEngineSleepsStillFires(engine kind: SleepyEngine) throws {
+    @Test
+    func aDeadlineSetWhileTheEngineSleepsStillFires() throws {
         let fixture = try ForwardingFixture(
             route: #", "timeout_seconds": 1"#,
-            engine: kind.make("tokenproxy.test.deadline")
+            engine: sleepyEngine("tokenproxy.test.deadline")
         )
         let client = try fixture.client()
         // A first request lets the engine settle into its idle wait with nothing due.
@@ -463,10 +438,10 @@ struct DroppedUpstreamConnectionTests {
     /// finished transfer's socket in its set (parked); the close must take it out rather than
     /// make the idle engine spin on it, and the next request must get a new connection,
     /// usually under the same descriptor number, and be answered.
-    @Test(arguments: SleepyEngine.allCases)
-    func idleConnectionsClosedByTheUpstreamAreReplaced(engine kind: SleepyEngine) throws {
-        let name = "tp-drop-\(kind.rawValue)"
-        let fixture = try ForwardingFixture(engine: kind.make(name), upstream: try FakeUpstream(idleTimeout: 0.2))
+    @Test
+    func idleConnectionsClosedByTheUpstreamAreReplaced() throws {
+        let name = "tp-drop"
+        let fixture = try ForwardingFixture(engine: sleepyEngine(name), upstream: try FakeUpstream(idleTimeout: 0.2))
         let client = try fixture.client()
         for round in 0..<4 {
             let response = try client.get("/api/r\(round)")
@@ -491,9 +466,9 @@ struct ClosingUpstreamTests {
     /// through libcurl's close-socket callback; when that is removed this test still passes,
     /// because a new connection first asks for writability, which differs from the stale
     /// entry and so reaches `epoll_ctl`. The callback covers a connect that completes at once.)
-    @Test(arguments: SleepyEngine.allCases)
-    func connectionsTheUpstreamClosesAreReplaced(engine kind: SleepyEngine) throws {
-        let fixture = try ForwardingFixture(engine: kind.make("tp-close-\(kind.rawValue)"))
+    @Test
+    func connectionsTheUpstreamClosesAreReplaced() throws {
+        let fixture = try ForwardingFixture(engine: sleepyEngine("tp-close"))
         let client = try fixture.client()
         for round in 0..<6 {
             let path = round % 2 == 0 ? "close" : "echo"
@@ -527,8 +502,8 @@ struct SeveralEnginesTests {
     /// all landing on one would happen once in two billion runs), and each keeps its own
     /// upstream connection.
     @Test func connectionsAreSpreadOverTheEngines() throws {
-        let engines: [any CurlEngine] = [
-            CurlPollEngine(name: "tokenproxy.test.a"), CurlPollEngine(name: "tokenproxy.test.b"),
+        let engines: [CurlEngine] = [
+            CurlEngine(name: "tokenproxy.test.a"), CurlEngine(name: "tokenproxy.test.b"),
         ]
         let fixture = try ForwardingFixture(engines: engines)
         for connection in 0..<32 {
@@ -545,16 +520,10 @@ struct SeveralEnginesTests {
     }
 }
 
-/// The core forwarding behaviours through every engine design, with answers through the
-/// connection's queue and written in place, so the paths not chosen by default keep working.
-struct EngineParityTests {
-    private static let engines: [CurlEngineKind: any CurlEngine] = Dictionary(
-        uniqueKeysWithValues: CurlEngineKind.allCases.map { ($0, $0.make()) }
-    )
-
-    @Test(arguments: CurlEngineKind.allCases, [false, true])
-    func forwardsStreamsAndAborts(kind: CurlEngineKind, answersInPlace: Bool) throws {
-        let fixture = try ForwardingFixture(engine: Self.engines[kind], answersInPlace: answersInPlace)
+/// Upload, download and both kinds of abort on one connection after another.
+struct StreamAndAbortTests {
+    @Test func forwardsStreamsAndAborts() throws {
+        let fixture = try ForwardingFixture()
         let client = try fixture.client()
         let body = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         try client.send("POST /api/echo?k=v HTTP/1.1\r\nHost: localhost\r\nContent-Length: \(body.count)\r\n\r\n")

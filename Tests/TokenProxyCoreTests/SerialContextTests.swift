@@ -134,12 +134,13 @@ struct BusyConnectionTests {
     /// An engine never waits for a connection: one whose context is held elsewhere gets its
     /// answer through its queue later, complete and in order, while the engine goes on
     /// serving other connections.
-    @Test(arguments: SleepyEngine.allCases)
-    func aBusyConnectionDoesNotHoldUpItsEngine(engine kind: SleepyEngine) throws {
-        let engine = kind.make("tokenproxy.test.busy")
+    @Test
+    func aBusyConnectionDoesNotHoldUpItsEngine() throws {
+        let engine = CurlEngine(name: "tokenproxy.test.busy", idleWait: .seconds(3600))
         var recording: ContextRecordingForwarder?
-        // In place, so the engine meets the held gate itself and must not wait for it.
-        let fixture = try ForwardingFixture(engine: engine, answersInPlace: true) { forwarder in
+        // Answers are written in place, so the engine meets the held gate itself and must not
+        // wait for it.
+        let fixture = try ForwardingFixture(engine: engine) { forwarder in
             let recorder = ContextRecordingForwarder(forwarder)
             recording = recorder
             return recorder
@@ -217,7 +218,7 @@ struct InPlaceOrderTests {
         try client.send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
         let bound = try #require(eventually { handler.exchange(0) })
         let context = bound.context
-        let sink = ExchangeSink(exchange: bound, inPlace: true) { _ in }
+        let sink = ExchangeSink(exchange: bound) { _ in }
         // The sink is handed the transfer it reports for; this one is never driven.
         let transfer = CurlTransfer.unstarted(method: "POST")
 

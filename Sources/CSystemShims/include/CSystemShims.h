@@ -21,4 +21,10 @@ unsigned char *tp_thread_read_buffer(void);
 /// export: the spawned program gets no descriptor from `from` up (sockets, lock files).
 int tp_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int from);
 
+/// A non-blocking, close-on-exec eventfd(2) for waking a thread that polls, or -1.
+int tp_wakeup_eventfd(void);
+
+/// Names the calling thread for the OS (prctl PR_SET_NAME keeps at most 15 bytes).
+void tp_name_current_thread(const char *name);
+
 #endif

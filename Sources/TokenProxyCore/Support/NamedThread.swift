@@ -1,4 +1,4 @@
-import CCurl
+import CSystemShims
 import Foundation
 
 /// Threads of the proxy's own (the upstream engines' event loops, the log writer).

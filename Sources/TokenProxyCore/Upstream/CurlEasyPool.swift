@@ -1,5 +1,3 @@
-import CCurl
-
 /// Easy handles kept for reuse by one engine, so a request costs a `curl_easy_reset`
 /// rather than an allocation and a free of libcurl's per-transfer state.
 ///
@@ -9,7 +7,7 @@ import CCurl
 /// engine tokenproxy never enables. So nothing of one request leaks into the next.
 /// Confined to the engine's thread, like every other libcurl call.
 struct CurlEasyPool {
-    private var idle: [UnsafeMutableRawPointer] = []
+    private var idle: [CurlEasy] = []
     private let capacity: Int
 
     /// A pool keeping at most `capacity` idle handles.
@@ -18,20 +16,20 @@ struct CurlEasyPool {
     }
 
     /// A handle with default options: a reused one, or a new one (nil when out of memory).
-    mutating func take() -> UnsafeMutableRawPointer? {
+    mutating func take() -> CurlEasy? {
         if let easy = self.idle.popLast() {
             return easy
         }
-        return curl_easy_init()
+        return CurlEasy()
     }
 
     /// Takes back a handle that was removed from the multi handle.
-    mutating func recycle(_ easy: UnsafeMutableRawPointer) {
+    mutating func recycle(_ easy: CurlEasy) {
         guard self.idle.count < self.capacity else {
-            curl_easy_cleanup(easy)
+            easy.cleanup()
             return
         }
-        curl_easy_reset(easy)
+        easy.reset()
         self.idle.append(easy)
     }
 }

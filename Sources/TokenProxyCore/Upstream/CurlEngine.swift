@@ -1,43 +1,205 @@
 import CCurl
+import CSystemShims
 import Foundation
+import Synchronization
 
-/// What drives libcurl transfers: the seam between ``CurlTransfer`` and the event loop.
+/// What drives libcurl transfers: libcurl's multi interface on one event thread: the thread sleeps in `curl_multi_poll`,
+/// drives transfers with `curl_multi_perform`, and takes commands (add, resume, cancel) from
+/// other threads through a locked inbox, with an eventfd that `curl_multi_poll` also watches
+/// to wake it when it sleeps.
 ///
-/// Three implementations exist, chosen by measuring them (`docs/architecture.md`):
-/// ``CurlPollEngine`` (one thread in `curl_multi_poll`), ``CurlEpollEngine`` (libcurl's
-/// socket API on an epoll set, driven by whichever thread finds it free) and
-/// ``CurlDispatchEngine`` (libcurl's socket and timer callbacks on DispatchSources).
-public protocol CurlEngine: AnyObject, Sendable {
-    /// Starts a transfer; its callbacks run on the engine from now on.
-    func add(_ transfer: CurlTransfer)
-    /// Continues a transfer one of whose directions was paused.
-    func resume(_ transfer: CurlTransfer)
-    /// Stops a transfer.
-    func cancel(_ transfer: CurlTransfer)
-    /// Called on the engine by a transfer that collected something for its client.
-    func outboxReady(_ transfer: CurlTransfer)
-    /// Sets engine-specific options on a new easy handle (called on the engine).
-    func configure(_ easy: UnsafeMutableRawPointer)
-    /// An easy handle with default options, reused when one is idle (called on the engine).
-    func takeEasyHandle() -> UnsafeMutableRawPointer?
-    /// Takes back a transfer's easy handle once it left the multi handle (called on the engine).
-    func recycle(_ easy: UnsafeMutableRawPointer)
-}
-
-/// The engine kinds, for `serve` and `bench/`.
-public enum CurlEngineKind: String, Sendable, CaseIterable {
-    /// ``CurlPollEngine``.
-    case poll
-    /// ``CurlEpollEngine``.
-    case epoll
-    /// ``CurlDispatchEngine``.
-    case dispatch
-
-    /// A new engine of this kind.
-    public func make() -> any CurlEngine {
-        self.make(name: "tp-curl")
+/// Every libcurl call on the multi handle and its easy handles happens on this thread; the
+/// transfers' callbacks run there too and hand data to client connections through their
+/// queues. Connections to upstreams are cached by the multi handle and reused across client
+/// requests; HTTP/2 is negotiated by ALPN and multiplexed. `docs/architecture.md` explains
+/// why this design was kept over two others that were measured.
+///
+/// `@unchecked Sendable`: the multi handle and `transfers` are touched only on the event
+/// thread; the inbox is behind its mutex; writing the eventfd is thread-safe.
+public final class CurlEngine: @unchecked Sendable {
+    /// What another thread asks of the engine.
+    private enum Command {
+        case add(CurlTransfer)
+        case resume(CurlTransfer)
+        case cancel(CurlTransfer)
     }
 
+    /// Commands from other threads, and whether the event thread is (about to be) asleep
+    /// in `curl_multi_poll` with none of them seen: only then does a command need a wake-up.
+    private struct Inbox {
+        var commands: [Command] = []
+        var sleeping = false
+    }
+
+    private let multi: UnsafeMutableRawPointer
+    /// The wake-up eventfd `curl_multi_poll` watches besides libcurl's sockets. It replaces
+    /// `curl_multi_wakeup`, which in libcurl 7.88 is a socket pair: a `send` that allocates a
+    /// socket buffer on the waking thread, and two reads on this one (the byte, then the
+    /// `EAGAIN` that shows the pair drained); an eventfd is one write and one read.
+    private let wakeup: Int32
+    private let inbox = Mutex(Inbox())
+    /// How many times the event thread went round its loop (tests: an idle engine sleeps).
+    let turns = Atomic<Int>(0)
+    /// How many resumes were asked for (tests of the transfers' flow control).
+    let resumesRequested = Atomic<Int>(0)
+    private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
+    /// Transfers with something for their client, delivered at the end of the loop iteration.
+    private var outboxes: [CurlTransfer] = []
+    private var thread: Thread?
+    /// Idle easy handles (engine thread only).
+    private var easyPool = CurlEasyPool()
+
+    /// The longest the thread sleeps with nothing due; commands and libcurl's own timers
+    /// wake it earlier.
+    private let idleWaitMilliseconds: Int
+
+    /// Creates an engine and starts its event thread. `idleWait` only bounds a sleep with
+    /// nothing due (tests make it long, so that a missed wake-up shows as a hang).
+    public init(name: String = "tp-curl", idleWait: Duration = .seconds(1)) {
+        self.idleWaitMilliseconds = Int(min(max(idleWait.milliseconds, 1), Int64(Int32.max)))
+        CurlGlobal.initialize()
+        // Safe because curl_multi_init only returns nil when out of memory, where nothing can go on.
+        guard let multi = curl_multi_init() else { preconditionFailure("curl_multi_init failed") }
+        let wakeup = tp_wakeup_eventfd()
+        precondition(wakeup >= 0, "eventfd failed: errno \(errno)")
+        self.multi = multi
+        self.wakeup = wakeup
+        _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 256)
+        self.thread = NamedThread.start(named: name) { [self] in self.run() }
+    }
+
+    /// Starts `transfer`. Its callbacks run on the event thread from now on.
+    public func add(_ transfer: CurlTransfer) {
+        self.send(.add(transfer))
+    }
+
+    /// Resumes a transfer one of whose directions was paused for lack of data or room.
+    public func resume(_ transfer: CurlTransfer) {
+        self.resumesRequested.add(1, ordering: .relaxed)
+        self.send(.resume(transfer))
+    }
+
+    /// Stops a transfer: its upstream connection is closed if the exchange was incomplete.
+    public func cancel(_ transfer: CurlTransfer) {
+        self.send(.cancel(transfer))
+    }
+
+    /// Called on the event thread by a transfer that collected something for its client.
+    func outboxReady(_ transfer: CurlTransfer) {
+        self.outboxes.append(transfer)
+    }
+
+    /// A reused or new easy handle (engine thread).
+    func takeEasyHandle() -> CurlEasy? {
+        self.easyPool.take()
+    }
+
+    /// Keeps `easy` for the next transfer (engine thread).
+    func recycle(_ easy: CurlEasy) {
+        self.easyPool.recycle(easy)
+    }
+
+    private func send(_ command: Command) {
+        let wake = self.inbox.withLock { inbox -> Bool in
+            inbox.commands.append(command)
+            // One wake-up per sleep: the first command after the thread went to sleep.
+            defer { inbox.sleeping = false }
+            return inbox.sleeping
+        }
+        if wake {
+            var one: UInt64 = 1
+            _ = Glibc.write(self.wakeup, &one, MemoryLayout<UInt64>.size)
+        }
+    }
+
+    private func run() {
+        var running: Int32 = 0
+        var pending: [Command] = []
+        while true {
+            self.turns.add(1, ordering: .relaxed)
+            self.inbox.withLock { inbox in
+                swap(&pending, &inbox.commands)
+                inbox.sleeping = false
+            }
+            for command in pending {
+                self.apply(command)
+            }
+            pending.removeAll(keepingCapacity: true)
+            curl_multi_perform(self.multi, &running)
+            self.collectFinished()
+            let now = ContinuousClock.now
+            var timeout = self.idleWaitMilliseconds
+            for transfer in self.transfers.values {
+                if let deadline = transfer.firstByteDeadline {
+                    if deadline <= now {
+                        self.finish(transfer, timedOut: true)
+                    } else {
+                        timeout = min(timeout, Int((deadline - now).milliseconds) + 1)
+                    }
+                }
+            }
+            // One hop per transfer per iteration, however many callbacks it had.
+            for transfer in self.outboxes {
+                transfer.deliverOutbox()
+            }
+            self.outboxes.removeAll(keepingCapacity: true)
+            // Commands that came in while this turn ran are taken without sleeping; otherwise
+            // the next command wakes the thread.
+            let sleep = self.inbox.withLock { inbox -> Bool in
+                inbox.sleeping = inbox.commands.isEmpty
+                return inbox.sleeping
+            }
+            var ready: Int32 = 0
+            var wakeup = curl_waitfd(fd: self.wakeup, events: Int16(CURL_WAIT_POLLIN), revents: 0)
+            curl_multi_poll(self.multi, &wakeup, 1, sleep ? Int32(timeout) : 0, &ready)
+            if wakeup.revents != 0 {
+                var value: UInt64 = 0
+                _ = Glibc.read(self.wakeup, &value, MemoryLayout<UInt64>.size)
+            }
+        }
+    }
+
+    private func apply(_ command: Command) {
+        switch command {
+        case .add(let transfer):
+            guard let easy = transfer.prepare(engine: self) else { return }
+            self.transfers[ObjectIdentifier(transfer)] = transfer
+            easy.add(to: self.multi)
+        case .resume(let transfer):
+            guard self.transfers[ObjectIdentifier(transfer)] != nil else { return }
+            transfer.unpause()
+        case .cancel(let transfer):
+            guard let easy = transfer.easy, self.transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil
+            else {
+                return
+            }
+            easy.remove(from: self.multi)
+            transfer.release()
+        }
+    }
+
+    /// Finishes every transfer libcurl reports done, with its result recorded.
+    private func collectFinished() {
+        CurlEasy.forEachDone(in: self.multi) { userdata, result in
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
+            transfer.result = result
+            self.finish(transfer, timedOut: false)
+        }
+    }
+
+    /// Removes a transfer from the multi handle, reports its end to the client and gives its
+    /// easy handle back; the table of transfers held it alive until now.
+    private func finish(_ transfer: CurlTransfer, timedOut: Bool) {
+        guard let easy = transfer.easy, self.transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
+            return
+        }
+        easy.remove(from: self.multi)
+        transfer.complete(timedOut: timedOut)
+        transfer.release()
+    }
+}
+
+extension CurlEngine {
     /// How many engines `serve` runs unless told otherwise: one per processor, as nginx's
     /// `worker_processes auto` does, at most 8 (each engine keeps its own upstream
     /// connections, so more engines mean more idle connections to every upstream).
@@ -45,81 +207,8 @@ public enum CurlEngineKind: String, Sendable, CaseIterable {
         min(8, max(1, ProcessInfo.processInfo.activeProcessorCount))
     }
 
-    /// `count` new engines of this kind (at least one).
-    public func make(count: Int) -> [any CurlEngine] {
-        (0..<max(1, count)).map { self.make(name: "tp-curl-\($0)") }
-    }
-
-    private func make(name: String) -> any CurlEngine {
-        switch self {
-        case .poll: return CurlPollEngine(name: name)
-        case .epoll: return CurlEpollEngine(name: name)
-        case .dispatch: return CurlDispatchEngine()
-        }
-    }
-}
-
-/// What a thread asks of an engine that runs an event thread of its own.
-enum CurlCommand {
-    case add(CurlTransfer)
-    case resume(CurlTransfer)
-    case cancel(CurlTransfer)
-}
-
-/// What the engines do with the transfers libcurl reports done, and with commands.
-enum CurlMulti {
-    /// Carries out `command` on `multi` for `engine`, whose table of live transfers is
-    /// `transfers`; called wherever the engine may call libcurl.
-    static func apply(
-        _ command: CurlCommand,
-        engine: any CurlEngine,
-        multi: UnsafeMutableRawPointer,
-        transfers: inout [ObjectIdentifier: CurlTransfer]
-    ) {
-        switch command {
-        case .add(let transfer):
-            guard let easy = transfer.prepare(engine: engine) else { return }
-            transfers[ObjectIdentifier(transfer)] = transfer
-            curl_multi_add_handle(multi, easy)
-        case .resume(let transfer):
-            guard transfers[ObjectIdentifier(transfer)] != nil else { return }
-            transfer.unpause()
-        case .cancel(let transfer):
-            guard let easy = transfer.easy, transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
-                return
-            }
-            curl_multi_remove_handle(multi, easy)
-            transfer.release()
-        }
-    }
-
-    /// Calls `finish` for every transfer libcurl finished, with its result recorded.
-    static func collectFinished(_ multi: UnsafeMutableRawPointer, _ finish: (CurlTransfer) -> Void) {
-        var remaining: Int32 = 0
-        while let message = curl_multi_info_read(multi, &remaining) {
-            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-            var pointer: UnsafeMutableRawPointer?
-            _ = tp_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer)
-            guard let pointer else { continue }
-            let transfer = Unmanaged<CurlTransfer>.fromOpaque(pointer).takeUnretainedValue()
-            transfer.result = message.pointee.data.result
-            finish(transfer)
-        }
-    }
-
-    /// Removes a transfer from the multi handle, reports its end to the client and frees its
-    /// easy handle; `transfers` is the engine's table, which held it alive until now.
-    static func finish(
-        _ transfer: CurlTransfer,
-        timedOut: Bool,
-        multi: UnsafeMutableRawPointer,
-        transfers: inout [ObjectIdentifier: CurlTransfer]
-    ) {
-        guard let easy = transfer.easy, transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
-            return
-        }
-        curl_multi_remove_handle(multi, easy)
-        transfer.complete(timedOut: timedOut)
-        transfer.release()
+    /// `count` new engines (at least one), their threads named `tp-curl-N`.
+    public static func make(count: Int) -> [CurlEngine] {
+        (0..<max(1, count)).map { CurlEngine(name: "tp-curl-\($0)") }
     }
 }

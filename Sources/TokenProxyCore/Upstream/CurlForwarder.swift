@@ -5,19 +5,17 @@ import Synchronization
 /// request from parsed parts, and streams both bodies through a ``CurlTransfer``.
 public final class CurlForwarder: RouteForwarder {
     /// The engines; a client connection's requests all go through one of them.
-    private let engines: [any CurlEngine]
+    private let engines: [CurlEngine]
     private let credentials: CredentialRegistry
     /// Fixed at start, like the listeners (a reload changes providers, not limits).
     private let limits: Limits
     private let bases = Mutex<[String: UpstreamURL.Base]>([:])
-    /// Whether engines write answers to idle client connections themselves.
-    private let answersInPlace: Bool
 
     /// Creates a forwarder over `engine` for `configuration`'s providers, keeping tokens in
     /// `store` (by default the configuration's `token_store`).
     public convenience init(
         configuration: ProxyConfiguration,
-        engine: any CurlEngine,
+        engine: CurlEngine,
         store: (any TokenStore)? = nil,
         logger: Logger
     ) {
@@ -25,21 +23,18 @@ public final class CurlForwarder: RouteForwarder {
     }
 
     /// Creates a forwarder over several engines (at least one): each client connection is
-    /// served by one of them, the proxy's own requests by the first. With `answersInPlace`
-    /// (the default), an engine writes an answer to its client connection itself when the
-    /// connection is idle instead of handing it to the connection's queue
-    /// (`docs/architecture.md`).
+    /// served by one of them, the proxy's own requests by the first. An engine writes an
+    /// answer to its client connection itself when the connection is idle instead of handing
+    /// it to the connection's queue (`docs/architecture.md`).
     public init(
         configuration: ProxyConfiguration,
-        engines: [any CurlEngine],
+        engines: [CurlEngine],
         store: (any TokenStore)? = nil,
-        answersInPlace: Bool = true,
         metrics: ProxyMetrics? = nil,
         logger: Logger
     ) {
         precondition(!engines.isEmpty, "a forwarder needs an engine")
         self.engines = engines
-        self.answersInPlace = answersInPlace
         self.credentials = CredentialRegistry(
             configuration: configuration,
             fetcher: UpstreamFetcher(engine: engines[0]),
@@ -190,7 +185,6 @@ public final class CurlForwarder: RouteForwarder {
         let weakAttempt = QueueBound(WeakReference(attempt), context: exchange.context)
         let sink = ExchangeSink(
             exchange: bound,
-            inPlace: self.answersInPlace,
             interceptUnauthorized: { weakAttempt.value.object?.replayOnUnauthorized() ?? false },
             onSwallowedResponseEnd: { [self] in
                 // Runs in the exchange's context once the refused answer was drained.
@@ -229,7 +223,7 @@ public final class CurlForwarder: RouteForwarder {
 
     /// The engine serving `exchange`'s connection: chosen by the connection's context, so the
     /// same for all of its requests.
-    private func engine(for exchange: HTTPExchange) -> any CurlEngine {
+    private func engine(for exchange: HTTPExchange) -> CurlEngine {
         guard self.engines.count > 1 else { return self.engines[0] }
         let slot = UInt(bitPattern: ObjectIdentifier(exchange.context).hashValue) % UInt(self.engines.count)
         return self.engines[Int(slot)]

@@ -61,10 +61,10 @@ public final class CurlTransfer: @unchecked Sendable {
     }
 
     private let shared = Mutex(Shared())
-    private weak var engine: (any CurlEngine)?
+    private weak var engine: CurlEngine?
 
     // Engine thread only.
-    private(set) var easy: UnsafeMutableRawPointer?
+    private(set) var easy: CurlEasy?
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var errorBuffer: UnsafeMutablePointer<CChar>?
     private var parser = UpstreamResponseParser()
@@ -130,7 +130,7 @@ public final class CurlTransfer: @unchecked Sendable {
     // MARK: Engine thread
 
     /// Creates and configures the easy handle; nil (after answering the client) on failure.
-    func prepare(engine: any CurlEngine) -> UnsafeMutableRawPointer? {
+    func prepare(engine: CurlEngine) -> CurlEasy? {
         self.engine = engine
         guard let easy = engine.takeEasyHandle() else {
             self.fail(
@@ -145,51 +145,46 @@ public final class CurlTransfer: @unchecked Sendable {
         self.errorBuffer = buffer
 
         var ok = true
-        func set(_ code: CURLcode) {
-            if code != CURLE_OK { ok = false }
+        func set(_ accepted: Bool) {
+            if !accepted { ok = false }
         }
-        set(tp_easy_setopt_pointer(easy, CURLOPT_PRIVATE, userdata))
-        set(tp_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, buffer))
-        set(tp_easy_setopt_string(easy, CURLOPT_URL, self.request.url))
+        set(easy.set(CURLOPT_PRIVATE, pointer: userdata))
+        set(easy.set(CURLOPT_ERRORBUFFER, pointer: buffer))
+        set(easy.set(CURLOPT_URL, self.request.url))
         // Only the route's upstream, never redirects, never another protocol, never an
         // environment proxy, and the path exactly as built (`docs/security.md`).
-        set(tp_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, self.options.allowPlainHTTP ? "http,https" : "https"))
-        set(tp_easy_setopt_string(easy, CURLOPT_REDIR_PROTOCOLS_STR, "https"))
-        set(tp_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0))
-        set(tp_easy_setopt_string(easy, CURLOPT_PROXY, ""))
+        set(easy.set(CURLOPT_PROTOCOLS_STR, self.options.allowPlainHTTP ? "http,https" : "https"))
+        set(easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "https"))
+        set(easy.set(CURLOPT_FOLLOWLOCATION, 0))
+        set(easy.set(CURLOPT_PROXY, ""))
         // Every host is exempt from proxies, which also keeps libcurl from looking up
         // `no_proxy` and `NO_PROXY` in the environment for every transfer.
-        set(tp_easy_setopt_string(easy, CURLOPT_NOPROXY, "*"))
-        set(tp_easy_setopt_long(easy, CURLOPT_PATH_AS_IS, 1))
-        set(tp_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
-        set(tp_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1))
-        set(tp_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2))
-        set(tp_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
-        set(tp_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1))
+        set(easy.set(CURLOPT_NOPROXY, "*"))
+        set(easy.set(CURLOPT_PATH_AS_IS, 1))
+        set(easy.set(CURLOPT_NOSIGNAL, 1))
+        set(easy.set(CURLOPT_SSL_VERIFYPEER, 1))
+        set(easy.set(CURLOPT_SSL_VERIFYHOST, 2))
+        set(easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+        set(easy.set(CURLOPT_TCP_KEEPALIVE, 1))
         // A size for fewer, larger write callbacks on downloads. libcurl refuses to change it
         // on a reused handle whose buffer already exists (it then keeps its default read
         // size), so the result is not checked: it is a speed setting, not a safety one.
-        _ = tp_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 128 * 1024)
-        set(tp_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(self.options.connectTimeout * 1000)))
+        _ = easy.set(CURLOPT_BUFFERSIZE, 128 * 1024)
+        set(easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(self.options.connectTimeout * 1000)))
         if let caFile = self.options.caFile {
-            set(tp_easy_setopt_string(easy, CURLOPT_CAINFO, caFile))
+            set(easy.set(CURLOPT_CAINFO, caFile))
         }
         if let certificate = self.options.clientCertificate {
-            set(tp_easy_setopt_string(easy, CURLOPT_SSLCERT, certificate))
+            set(easy.set(CURLOPT_SSLCERT, certificate))
         }
         if let key = self.options.clientKeyPEM {
-            var bytes = Array(key.utf8)
-            bytes.withUnsafeMutableBytes { raw in
-                var blob = curl_blob(data: raw.baseAddress, len: raw.count, flags: UInt32(CURL_BLOB_COPY))
-                set(tp_easy_setopt_pointer(easy, CURLOPT_SSLKEY_BLOB, &blob))
-            }
+            set(easy.set(CURLOPT_SSLKEY_BLOB, blob: Array(key.utf8)))
         }
-        set(tp_easy_setopt_write_callback(easy, curlWriteCallback))
-        set(tp_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, userdata))
-        set(tp_easy_setopt_header_callback(easy, curlHeaderCallback))
-        set(tp_easy_setopt_opensocket_callback(easy, curlOpenSocketCallback))
-        engine.configure(easy)
-        set(tp_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, userdata))
+        set(easy.setWriteCallback(curlWriteCallback))
+        set(easy.set(CURLOPT_WRITEDATA, pointer: userdata))
+        set(easy.setHeaderCallback(curlHeaderCallback))
+        set(easy.setOpenSocketCallback(curlOpenSocketCallback))
+        set(easy.set(CURLOPT_HEADERDATA, pointer: userdata))
 
         if self.request.body == .none || self.request.method == "HEAD" {
             // Without a body, libcurl's upload buffer only carries the request head over TLS
@@ -197,22 +192,22 @@ public final class CurlTransfer: @unchecked Sendable {
             // libcurl allocates the buffer for every request and frees it at the end: 16 KiB,
             // its minimum, instead of the default 64 KiB stays below the size whose `free`
             // makes glibc consolidate its free lists.
-            set(tp_easy_setopt_long(easy, CURLOPT_UPLOAD_BUFFERSIZE, 16 * 1024))
+            set(easy.set(CURLOPT_UPLOAD_BUFFERSIZE, 16 * 1024))
         }
         switch (self.request.method, self.request.body) {
         case ("HEAD", _):
-            set(tp_easy_setopt_long(easy, CURLOPT_NOBODY, 1))
+            set(easy.set(CURLOPT_NOBODY, 1))
         case ("GET", .none):
-            set(tp_easy_setopt_long(easy, CURLOPT_HTTPGET, 1))
+            set(easy.set(CURLOPT_HTTPGET, 1))
         case (let method, .none):
-            set(tp_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method))
+            set(easy.set(CURLOPT_CUSTOMREQUEST, method))
         case (let method, let body):
-            set(tp_easy_setopt_long(easy, CURLOPT_UPLOAD, 1))
-            set(tp_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method))
-            set(tp_easy_setopt_read_callback(easy, curlReadCallback))
-            set(tp_easy_setopt_pointer(easy, CURLOPT_READDATA, userdata))
+            set(easy.set(CURLOPT_UPLOAD, 1))
+            set(easy.set(CURLOPT_CUSTOMREQUEST, method))
+            set(easy.setReadCallback(curlReadCallback))
+            set(easy.set(CURLOPT_READDATA, pointer: userdata))
             if case .length(let length) = body {
-                set(tp_easy_setopt_off_t(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(length)))
+                set(easy.set(CURLOPT_INFILESIZE_LARGE, size: length))
             }
         }
 
@@ -243,7 +238,7 @@ public final class CurlTransfer: @unchecked Sendable {
             list = curl_slist_append(list, "Accept:")
         }
         self.headerList = list
-        set(tp_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list))
+        set(easy.set(headers: list))
 
         guard ok else {
             self.fail(
@@ -265,8 +260,7 @@ public final class CurlTransfer: @unchecked Sendable {
 
     /// Continues a paused transfer.
     func unpause() {
-        guard let easy = self.easy else { return }
-        curl_easy_pause(easy, tp_pause_cont())
+        self.easy?.unpause()
     }
 
     /// Gives the easy handle back to the engine (or frees it); called after it was removed
@@ -276,7 +270,7 @@ public final class CurlTransfer: @unchecked Sendable {
             if let engine = self.engine {
                 engine.recycle(easy)
             } else {
-                curl_easy_cleanup(easy)
+                easy.cleanup()
             }
             self.easy = nil
         }
@@ -504,8 +498,7 @@ private func transfer(_ userdata: UnsafeMutableRawPointer?) -> CurlTransfer? {
     userdata.map { Unmanaged<CurlTransfer>.fromOpaque($0).takeUnretainedValue() }
 }
 
-private let curlWriteCallback:
-    @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+private let curlWriteCallback: CurlEasy.DataCallback = {
         data,
         size,
         count,
@@ -514,8 +507,7 @@ private let curlWriteCallback:
         return transfer.receivedBody(UnsafeRawBufferPointer(start: data, count: size * count))
     }
 
-private let curlReadCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int =
-    {
+private let curlReadCallback: CurlEasy.DataCallback = {
         data,
         size,
         count,
@@ -524,8 +516,7 @@ private let curlReadCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int,
         return transfer.readRequestBody(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
     }
 
-private let curlHeaderCallback:
-    @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+private let curlHeaderCallback: CurlEasy.DataCallback = {
         data,
         size,
         count,
@@ -539,8 +530,7 @@ private let curlHeaderCallback:
 /// socket that cannot be made, or that lies in the reserve ``DescriptorLimit`` keeps, is not
 /// used; libcurl then fails the transfer to connect, and the client gets 502
 /// `upstream_unreachable`.
-private let curlOpenSocketCallback:
-    @convention(c) (UnsafeMutableRawPointer?, curlsocktype, UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t = {
+private let curlOpenSocketCallback: CurlEasy.OpenSocketCallback = {
         _,
         _,
         address in

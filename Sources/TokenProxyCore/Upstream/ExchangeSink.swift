@@ -1,5 +1,5 @@
 /// Relays a transfer's response to a client exchange: each delivery runs in the connection's
-/// context (one hop to its queue, or in place when `inPlace` and the connection is idle) with
+/// context (in place when the connection is idle, otherwise one hop to its queue) with
 /// one flush, and a client that cannot keep up pauses the transfer.
 struct ExchangeSink: CurlResponseSink {
     /// The client exchange, confined to its connection's context.
@@ -11,21 +11,16 @@ struct ExchangeSink: CurlResponseSink {
     let onSwallowedResponseEnd: @Sendable () -> Void
     /// Called in the exchange's context when the transfer ended.
     let onComplete: @Sendable (CurlTransferOutcome) -> Void
-    /// Whether deliveries and body resumes run on the engine's thread when the connection is
-    /// idle, instead of always hopping to its queue (`docs/architecture.md`).
-    let inPlace: Bool
     /// What the copies of this sink share.
     private let state = SinkState()
 
     init(
         exchange: QueueBound<HTTPExchange>,
-        inPlace: Bool = false,
         interceptUnauthorized: @escaping @Sendable () -> Bool = { false },
         onSwallowedResponseEnd: @escaping @Sendable () -> Void = {},
         onComplete: @escaping @Sendable (CurlTransferOutcome) -> Void
     ) {
         self.exchange = exchange
-        self.inPlace = inPlace
         self.interceptUnauthorized = interceptUnauthorized
         self.onSwallowedResponseEnd = onSwallowedResponseEnd
         self.onComplete = onComplete
@@ -89,17 +84,13 @@ struct ExchangeSink: CurlResponseSink {
         self.run { $0.resumeBody() }
     }
 
-    /// Runs `body` in the exchange's context: in place when allowed and the connection is idle,
-    /// otherwise through its queue. Deliveries and body resumes share one order, so an answer
-    /// run in place never overtakes a resume still waiting on the queue (it did: the answer
-    /// then ended the exchange before the connection had taken the end of the request body,
-    /// and the connection was closed instead of kept alive).
+    /// Runs `body` in the exchange's context: in place on the engine's thread when the
+    /// connection is idle, otherwise through its queue. Deliveries and body resumes share one
+    /// order, so an answer run in place never overtakes a resume still waiting on the queue
+    /// (which would end the exchange before the connection took the end of the request body,
+    /// and close a connection that could have been kept alive).
     private func run(_ body: @escaping @Sendable (HTTPExchange) -> Void) {
-        if self.inPlace {
-            self.exchange.executeHereIfIdle(for: self.state.producer, body)
-        } else {
-            self.exchange.execute(body)
-        }
+        self.exchange.executeHereIfIdle(for: self.state.producer, body)
     }
 }
 

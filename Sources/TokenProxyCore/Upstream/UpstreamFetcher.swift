@@ -15,10 +15,10 @@ public struct UpstreamResponse: Sendable, Equatable {
 /// with the same rules: verified TLS, no redirects, https unless allowed, no environment
 /// proxy. The response body is buffered up to a limit.
 public struct UpstreamFetcher: Sendable {
-    private let engine: any CurlEngine
+    private let engine: CurlEngine
 
     /// Creates a fetcher over `engine`.
-    public init(engine: any CurlEngine) {
+    public init(engine: CurlEngine) {
         self.engine = engine
     }
 
@@ -116,13 +116,13 @@ private final class BufferingSink: CurlResponseSink, Sendable {
     }
 
     private let limit: Int
-    private let engine: any CurlEngine
+    private let engine: CurlEngine
     private let completion: @Sendable (Result<UpstreamResponse, ProxyError>) -> Void
     private let state = Mutex(State())
 
     init(
         limit: Int,
-        engine: any CurlEngine,
+        engine: CurlEngine,
         completion: @escaping @Sendable (Result<UpstreamResponse, ProxyError>) -> Void
     ) {
         self.limit = limit

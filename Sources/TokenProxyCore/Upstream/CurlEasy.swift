@@ -1,0 +1,117 @@
+import CCurl
+
+/// A libcurl easy handle: the one place the raw handle pointer lives, with typed setters for
+/// the options tokenproxy uses, each returning whether libcurl accepted it.
+///
+/// A value type over a handle that libcurl owns: whoever takes one from ``CurlEasyPool`` gives
+/// it back with ``CurlEasyPool/recycle(_:)`` (or ``cleanup()``) once it left the multi handle.
+/// Confined to its engine's thread, like every libcurl call.
+struct CurlEasy {
+    private let handle: UnsafeMutableRawPointer
+
+    /// A new handle with default options; nil when libcurl is out of memory.
+    init?() {
+        guard let handle = curl_easy_init() else { return nil }
+        self.handle = handle
+    }
+
+    /// Frees the handle. It must not be used afterwards.
+    func cleanup() {
+        curl_easy_cleanup(self.handle)
+    }
+
+    /// Returns every option to its default; the caches the multi handle shares are kept.
+    func reset() {
+        curl_easy_reset(self.handle)
+    }
+
+    /// Sets a numeric option.
+    func set(_ option: CURLoption, _ value: Int) -> Bool {
+        tp_easy_setopt_long(self.handle, option, value) == CURLE_OK
+    }
+
+    /// Sets a string option; libcurl copies it.
+    func set(_ option: CURLoption, _ value: String) -> Bool {
+        tp_easy_setopt_string(self.handle, option, value) == CURLE_OK
+    }
+
+    /// Sets a size option (`CURLOPT_INFILESIZE_LARGE`).
+    func set(_ option: CURLoption, size: Int64) -> Bool {
+        tp_easy_setopt_off_t(self.handle, option, curl_off_t(size)) == CURLE_OK
+    }
+
+    /// Sets a pointer option (userdata, the error buffer); the pointer must outlive the handle's
+    /// use of it.
+    func set(_ option: CURLoption, pointer: UnsafeMutableRawPointer?) -> Bool {
+        tp_easy_setopt_pointer(self.handle, option, pointer) == CURLE_OK
+    }
+
+    /// Sets the request's header list; it must stay alive until the transfer left the multi
+    /// handle.
+    func set(headers: UnsafeMutablePointer<curl_slist>?) -> Bool {
+        tp_easy_setopt_slist(self.handle, CURLOPT_HTTPHEADER, headers) == CURLE_OK
+    }
+
+    /// Sets a blob option from `bytes`, which libcurl copies (`CURL_BLOB_COPY`).
+    func set(_ option: CURLoption, blob bytes: [UInt8]) -> Bool {
+        var bytes = bytes
+        return bytes.withUnsafeMutableBytes { raw in
+            var blob = curl_blob(data: raw.baseAddress, len: raw.count, flags: UInt32(CURL_BLOB_COPY))
+            return tp_easy_setopt_pointer(self.handle, option, &blob) == CURLE_OK
+        }
+    }
+
+    /// The callback libcurl hands response body bytes to.
+    func setWriteCallback(_ callback: CurlEasy.DataCallback) -> Bool {
+        tp_easy_setopt_write_callback(self.handle, callback) == CURLE_OK
+    }
+
+    /// The callback libcurl takes request body bytes from.
+    func setReadCallback(_ callback: CurlEasy.DataCallback) -> Bool {
+        tp_easy_setopt_read_callback(self.handle, callback) == CURLE_OK
+    }
+
+    /// The callback libcurl hands each response header line to.
+    func setHeaderCallback(_ callback: CurlEasy.DataCallback) -> Bool {
+        tp_easy_setopt_header_callback(self.handle, callback) == CURLE_OK
+    }
+
+    /// The callback that opens the handle's sockets.
+    func setOpenSocketCallback(_ callback: CurlEasy.OpenSocketCallback) -> Bool {
+        tp_easy_setopt_opensocket_callback(self.handle, callback) == CURLE_OK
+    }
+
+    /// Continues a transfer paused by a read or write callback.
+    func unpause() {
+        curl_easy_pause(self.handle, tp_pause_cont())
+    }
+
+    /// Starts the transfer on `multi`.
+    func add(to multi: UnsafeMutableRawPointer) {
+        curl_multi_add_handle(multi, self.handle)
+    }
+
+    /// Takes the transfer off `multi`; its connection goes back to the cache when complete.
+    func remove(from multi: UnsafeMutableRawPointer) {
+        curl_multi_remove_handle(multi, self.handle)
+    }
+
+    /// Calls `body` with the `CURLOPT_PRIVATE` pointer and the result of every transfer `multi`
+    /// reports done since the last call.
+    static func forEachDone(in multi: UnsafeMutableRawPointer, _ body: (UnsafeMutableRawPointer, CURLcode) -> Void) {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            var pointer: UnsafeMutableRawPointer?
+            _ = tp_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer)
+            guard let pointer else { continue }
+            body(pointer, message.pointee.data.result)
+        }
+    }
+
+    /// libcurl's write, read and header callback type.
+    typealias DataCallback = @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
+    /// libcurl's open-socket callback type.
+    typealias OpenSocketCallback =
+        @convention(c) (UnsafeMutableRawPointer?, curlsocktype, UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t
+}
