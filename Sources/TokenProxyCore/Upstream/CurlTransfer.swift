@@ -499,51 +499,51 @@ private func transfer(_ userdata: UnsafeMutableRawPointer?) -> CurlTransfer? {
 }
 
 private let curlWriteCallback: CurlEasy.DataCallback = {
-        data,
-        size,
-        count,
-        userdata in
-        guard let transfer = transfer(userdata), let data else { return 0 }
-        return transfer.receivedBody(UnsafeRawBufferPointer(start: data, count: size * count))
-    }
+    data,
+    size,
+    count,
+    userdata in
+    guard let transfer = transfer(userdata), let data else { return 0 }
+    return transfer.receivedBody(UnsafeRawBufferPointer(start: data, count: size * count))
+}
 
 private let curlReadCallback: CurlEasy.DataCallback = {
-        data,
-        size,
-        count,
-        userdata in
-        guard let transfer = transfer(userdata), let data else { return tp_readfunc_abort() }
-        return transfer.readRequestBody(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
-    }
+    data,
+    size,
+    count,
+    userdata in
+    guard let transfer = transfer(userdata), let data else { return tp_readfunc_abort() }
+    return transfer.readRequestBody(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
+}
 
 private let curlHeaderCallback: CurlEasy.DataCallback = {
-        data,
-        size,
-        count,
-        userdata in
-        guard let transfer = transfer(userdata), let data else { return 0 }
-        let line = UnsafeRawBufferPointer(start: data, count: size * count)
-        return transfer.receivedHeaderLine(line) ? size * count : 0
-    }
+    data,
+    size,
+    count,
+    userdata in
+    guard let transfer = transfer(userdata), let data else { return 0 }
+    let line = UnsafeRawBufferPointer(start: data, count: size * count)
+    return transfer.receivedHeaderLine(line) ? size * count : 0
+}
 
 /// Opens the upstream sockets: close-on-exec, and only while descriptors are not short. A
 /// socket that cannot be made, or that lies in the reserve ``DescriptorLimit`` keeps, is not
 /// used; libcurl then fails the transfer to connect, and the client gets 502
 /// `upstream_unreachable`.
 private let curlOpenSocketCallback: CurlEasy.OpenSocketCallback = {
-        _,
-        _,
-        address in
-        guard let address else { return -1 }
-        let descriptor = socket(
-            address.pointee.family,
-            address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue),
-            address.pointee.protocol
-        )
-        guard descriptor >= 0 else { return -1 }
-        guard DescriptorLimit.admitsUpstreamSocket(descriptor) else {
-            close(descriptor)
-            return -1
-        }
-        return descriptor
+    _,
+    _,
+    address in
+    guard let address else { return -1 }
+    let descriptor = socket(
+        address.pointee.family,
+        address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue),
+        address.pointee.protocol
+    )
+    guard descriptor >= 0 else { return -1 }
+    guard DescriptorLimit.admitsUpstreamSocket(descriptor) else {
+        close(descriptor)
+        return -1
     }
+    return descriptor
+}
