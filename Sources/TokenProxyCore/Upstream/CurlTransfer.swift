@@ -1,4 +1,5 @@
 import CCurl
+import CSystemShims
 import Dispatch
 import Synchronization
 
