@@ -604,7 +604,9 @@ struct UpstreamResponseParserTests {
             _ = parser.line(line + "\r\n")
         }
         #expect(parser.line("\r\n") == .complete)
-        return parser.head(requestIsHead: head, relay: CurlTransfer.Relay(match: self.match, base: try self.base))
+        let match = self.match
+        let base = try self.base
+        return parser.head(requestIsHead: head) { LocationRewrite.rewrite($0, match: match, base: base) }
     }
 
     @Test func hopByHopFieldsAndThoseConnectionNamesAreDropped() throws {
@@ -655,7 +657,7 @@ struct UpstreamResponseParserTests {
         ("/relative/path", "/relative/path"),
     ])
     func locationsOnTheUpstreamOriginAreRewritten(location: String, expected: String) throws {
-        #expect(UpstreamResponseParser.rewriteLocation(location, match: self.match, base: try self.base) == expected)
+        #expect(LocationRewrite.rewrite(location, match: self.match, base: try self.base) == expected)
     }
 }
 

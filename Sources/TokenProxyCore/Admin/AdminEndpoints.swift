@@ -131,9 +131,3 @@ public struct AdminEndpoints: Sendable {
         return HTTPResponse(status: 200, headers: headers, body: JSONOutput.encode(value))
     }
 }
-
-/// The version string reported by `status` and `--version`.
-public enum TokenProxyVersion {
-    /// The current version.
-    public static let current = "0.1.0"
-}

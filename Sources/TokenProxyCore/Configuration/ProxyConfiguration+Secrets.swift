@@ -55,27 +55,6 @@ extension ProxyConfiguration {
         return problems
     }
 
-    /// Secret files and service-account files that must not be used (RFC 6819 §5.3.3): one of
-    /// this process's user that group or others may read or write, and any file that others
-    /// may write; and a token store file or directory open to group or others or owned by
-    /// another user. Each names the command that fixes it. These refuse start-up.
-    public func secretPermissionProblems() -> [ConfigurationProblem] {
-        var problems: [ConfigurationProblem] = []
-        for (path, file) in self.secretFiles {
-            if let problem = Self.permissionProblem(file) {
-                problems.append(ConfigurationProblem(path: path, message: problem))
-            }
-        }
-        if case .file(let file, _) = self.tokenStore {
-            do {
-                try FileTokenStore(path: file, encryptionKey: nil).checkPermissions()
-            } catch {
-                problems.append(ConfigurationProblem(path: "token_store.path", message: error.message))
-            }
-        }
-        return problems
-    }
-
     /// Secret files that belong to another user and that group or others may read: how
     /// Kubernetes (root-owned, `0644` by default) and Docker (`0444` under `/run/secrets`)
     /// mount secrets. This user cannot change their mode, and nobody but their owner can
@@ -96,7 +75,7 @@ extension ProxyConfiguration {
     }
 
     /// Every secret given as a file, and every service-account file, with its JSON path.
-    private var secretFiles: [(path: String, file: String)] {
+    var secretFiles: [(path: String, file: String)] {
         var files: [(path: String, file: String)] = []
         for (path, secret) in self.secrets {
             if let file = secret.filePath { files.append((path, file)) }

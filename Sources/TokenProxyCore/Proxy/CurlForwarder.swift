@@ -149,7 +149,7 @@ public final class CurlForwarder: RouteForwarder {
     private func start(
         _ exchange: HTTPExchange,
         attempt: ForwardingAttempt,
-        credential: UpstreamRequestBuilder.Credential?,
+        credential: CredentialHeader?,
         limits: Limits
     ) {
         let route = attempt.match.route
@@ -207,7 +207,9 @@ public final class CurlForwarder: RouteForwarder {
             request: request,
             options: options,
             sink: sink,
-            relay: CurlTransfer.Relay(match: attempt.match, base: attempt.base),
+            rewriteLocation: { [match = attempt.match, base = attempt.base] in
+                LocationRewrite.rewrite($0, match: match, base: base)
+            },
             route: route.name,
             provider: route.provider
         )
@@ -236,96 +238,5 @@ public final class CurlForwarder: RouteForwarder {
         let base = try UpstreamURL.parseBase(upstream)
         self.bases.withLock { $0[upstream] = base }
         return base
-    }
-}
-
-/// One client request across its upstream attempts (the first, and at most one replay after
-/// a 401): the token used, the body kept for a replay, and the transfer being fed.
-/// Confined to the exchange's context.
-final class ForwardingAttempt {
-    let match: Router.Match
-    let base: UpstreamURL.Base
-    let url: String
-    let entry: CredentialRegistry.Entry?
-    let logger: Logger
-    /// The token the current attempt was sent with.
-    var token: AccessToken?
-    private var replay: ReplayStateMachine
-    private var kept: [UInt8] = []
-    private var bodyComplete = false
-    private var transfer: CurlTransfer?
-
-    init(
-        match: Router.Match,
-        base: UpstreamURL.Base,
-        url: String,
-        entry: CredentialRegistry.Entry?,
-        replay: ReplayStateMachine,
-        logger: Logger
-    ) {
-        self.match = match
-        self.base = base
-        self.url = url
-        self.entry = entry
-        self.replay = replay
-        self.logger = logger
-    }
-
-    /// The client's body: fed to the current transfer and, while replay is possible, kept.
-    func receivedBody(_ event: RequestBodyEvent, exchange: HTTPExchange) {
-        switch event {
-        case .bytes(let bytes):
-            if self.replay.keepsBody {
-                self.replay.bodyReceived(bytes.count)
-                if self.replay.keepsBody {
-                    self.kept += bytes
-                } else {
-                    self.kept = []
-                }
-            }
-            if let transfer = self.transfer, transfer.appendBody(bytes) {
-                exchange.pauseBody()
-            }
-        case .end:
-            self.bodyComplete = true
-            self.replay.bodyEnded()
-            self.transfer?.endBody()
-        }
-    }
-
-    /// A new transfer takes over. The first one starts reading the client's body (nothing is
-    /// read while the credential is being obtained); a replay gets the kept body at once.
-    func attach(_ transfer: CurlTransfer, exchange: HTTPExchange) {
-        let replaying = self.transfer != nil
-        self.transfer = transfer
-        if replaying {
-            _ = transfer.appendBody(self.kept)
-            self.kept = []
-            if self.bodyComplete {
-                transfer.endBody()
-            }
-        } else if transfer.request.body != .none {
-            exchange.readBody { [weak exchange, weak self] event in
-                guard let exchange, let self else { return }
-                self.receivedBody(event, exchange: exchange)
-            }
-        }
-    }
-
-    /// The upstream answered 401: whether to swallow it and replay.
-    func replayOnUnauthorized() -> Bool {
-        self.replay.unauthorized() == .replay
-    }
-}
-
-@available(*, unavailable)
-extension ForwardingAttempt: Sendable {}
-
-/// A weak reference, for closures that must not keep their target alive.
-final class WeakReference<Object: AnyObject> {
-    weak var object: Object?
-
-    init(_ object: Object) {
-        self.object = object
     }
 }

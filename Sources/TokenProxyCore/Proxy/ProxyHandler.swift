@@ -309,21 +309,6 @@ public final class ProxyHandler: HTTPExchangeHandler {
     }
 }
 
-/// Serves a separate admin listener through the proxy handler's admin endpoints.
-public struct AdminListenerHandler: HTTPExchangeHandler {
-    private let proxy: ProxyHandler
-
-    /// Creates the handler over `proxy`'s configuration snapshot.
-    public init(proxy: ProxyHandler) {
-        self.proxy = proxy
-    }
-
-    /// Serves the admin endpoint named by the path.
-    public func handle(_ exchange: HTTPExchange) {
-        self.proxy.handleAdmin(exchange)
-    }
-}
-
 extension Duration {
     /// The duration in whole milliseconds.
     var milliseconds: Int64 {

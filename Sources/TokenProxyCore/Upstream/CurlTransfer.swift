@@ -48,18 +48,12 @@ public final class CurlTransfer: @unchecked Sendable {
     let options: Options
     /// Where the response goes: a client exchange, or a buffer for the proxy's own requests.
     let sink: any CurlResponseSink
-    /// The route and upstream base, for rewriting `Location`; nil for the proxy's own requests.
-    let relay: Relay?
+    /// Maps the upstream's `Location` onto the proxy; nil for the proxy's own requests.
+    let rewriteLocation: (@Sendable (String) -> String)?
     let requestIsHead: Bool
     /// Route and provider names for error messages.
     let route: String?
     let provider: String?
-
-    /// What a relayed response needs from its route.
-    struct Relay: Sendable {
-        var match: Router.Match
-        var base: UpstreamURL.Base
-    }
 
     private let shared = Mutex(Shared())
     private weak var engine: CurlEngine?
@@ -81,14 +75,14 @@ public final class CurlTransfer: @unchecked Sendable {
         request: UpstreamRequest,
         options: Options,
         sink: any CurlResponseSink,
-        relay: Relay?,
+        rewriteLocation: (@Sendable (String) -> String)?,
         route: String?,
         provider: String?
     ) {
         self.request = request
         self.options = options
         self.sink = sink
-        self.relay = relay
+        self.rewriteLocation = rewriteLocation
         self.requestIsHead = request.method == "HEAD"
         self.route = route
         self.provider = provider
@@ -427,7 +421,7 @@ public final class CurlTransfer: @unchecked Sendable {
             }
             self.headSent = true
             self.firstByteDeadline = nil
-            self.outbox.head = self.parser.head(requestIsHead: self.requestIsHead, relay: self.relay)
+            self.outbox.head = self.parser.head(requestIsHead: self.requestIsHead, rewriteLocation: self.rewriteLocation)
             self.queueOutbox()
             return true
         }

@@ -1,16 +1,5 @@
 import Synchronization
 
-/// A complete, small response to one of the proxy's own requests (a token endpoint, a
-/// discovery document, a revocation).
-public struct UpstreamResponse: Sendable, Equatable {
-    /// The status code.
-    public var status: Int
-    /// The header fields, hop-by-hop ones removed.
-    public var headers: HTTPHeaders
-    /// The whole body.
-    public var body: [UInt8]
-}
-
 /// Sends the proxy's own HTTP requests through the same libcurl engine as client traffic,
 /// with the same rules: verified TLS, no redirects, https unless allowed, no environment
 /// proxy. The response body is buffered up to a limit.
@@ -75,7 +64,7 @@ public struct UpstreamFetcher: Sendable {
     ) {
         // libcurl frames the body itself (Content-Length from the upload size).
         var headers = request.headers
-        headers.removeAll { UpstreamRequestBuilder.hopByHop.contains($0) }
+        headers.removeAll { UpstreamRequest.hopByHop.contains($0) }
         let upstreamRequest = UpstreamRequest(
             method: request.method,
             url: request.url,
@@ -95,7 +84,7 @@ public struct UpstreamFetcher: Sendable {
             request: upstreamRequest,
             options: options,
             sink: sink,
-            relay: nil,
+            rewriteLocation: nil,
             route: nil,
             provider: nil
         )

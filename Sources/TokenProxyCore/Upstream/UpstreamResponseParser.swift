@@ -96,8 +96,9 @@ struct UpstreamResponseParser: Sendable {
         return String(decoding: bytes[start..<end], as: UTF8.self)
     }
 
-    /// The head to send to the client.
-    func head(requestIsHead: Bool, relay: CurlTransfer.Relay?) -> HTTPResponseHead {
+    /// The head to send to the client. `rewriteLocation`, when given, maps a `Location` value
+    /// (the proxy's routes know how upstream URLs map back onto the proxy).
+    func head(requestIsHead: Bool, rewriteLocation: (@Sendable (String) -> String)?) -> HTTPResponseHead {
         let status = self.status ?? 502
         var headers = HTTPHeaders()
         headers.reserveCapacity(self.fields.count)
@@ -122,8 +123,8 @@ struct UpstreamResponseParser: Sendable {
             guard !Self.hopByHop.contains(name), !connectionNamed.contains(where: { name.equalsIgnoringASCIICase($0) }),
                 HTTPGrammar.isValidFieldValue(value.utf8)
             else { continue }
-            if let relay, name.equalsIgnoringASCIICase("location") {
-                headers.add(name: name, value: Self.rewriteLocation(value, match: relay.match, base: relay.base))
+            if let rewriteLocation, name.equalsIgnoringASCIICase("location") {
+                headers.add(name: name, value: rewriteLocation(value))
             } else {
                 headers.add(name: name, value: value)
             }
@@ -175,35 +176,5 @@ struct UpstreamResponseParser: Sendable {
             return codings.last == "chunked" ? nil : "the upstream's transfer coding is not chunked"
         }
         return self.declaredLength == .invalid ? "the upstream's Content-Length is invalid or conflicting" : nil
-    }
-
-    /// A `Location` pointing into the route's upstream (same origin, under its base path)
-    /// becomes the matching path on the proxy, so the client's next request goes through the
-    /// proxy again; any other location passes unchanged (it is not followed either way).
-    static func rewriteLocation(_ location: String, match: Router.Match, base: UpstreamURL.Base) -> String {
-        let origin = base.origin
-        guard location.lowercased().hasPrefix(origin.lowercased()) else { return location }
-        var rest = String(location.dropFirst(origin.count))
-        if rest.hasPrefix(":") {
-            // An explicit default port: `https://host:443/x`.
-            let defaultPort = base.scheme == "https" ? ":443" : ":80"
-            guard rest.hasPrefix(defaultPort) else { return location }
-            rest = String(rest.dropFirst(defaultPort.count))
-        }
-        guard rest.isEmpty || rest.hasPrefix("/") || rest.hasPrefix("?") || rest.hasPrefix("#") else {
-            return location
-        }
-        let path = rest.prefix { $0 != "?" && $0 != "#" }
-        let suffix = rest.dropFirst(path.count)
-        guard Router.path(String(path), hasSegmentPrefix: base.path) else { return location }
-        let remainder = path.dropFirst(base.path.count)
-        let prefix = match.route.pathPrefix == "/" ? "" : match.route.pathPrefix
-        let proxyPath: String
-        if match.route.stripPrefix {
-            proxyPath = prefix + remainder
-        } else {
-            proxyPath = String(remainder)
-        }
-        return (proxyPath.isEmpty ? "/" : proxyPath) + suffix
     }
 }

@@ -20,7 +20,7 @@ extension CurlTransfer {
                 firstByteTimeout: 1
             ),
             sink: sink,
-            relay: nil,
+            rewriteLocation: nil,
             route: nil,
             provider: nil
         )

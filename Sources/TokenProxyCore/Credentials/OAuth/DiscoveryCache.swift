@@ -1,18 +1,6 @@
 import Foundation
 import Synchronization
 
-/// The endpoints an authorization server publishes about itself.
-struct DiscoveredEndpoints: Sendable, Equatable {
-    /// The issuer the document names (checked equal to the configured one).
-    var issuer: String?
-    /// Whether the server sends `iss` in authorization responses (RFC 9207 §3).
-    var issParameterSupported = false
-    var tokenEndpoint: String?
-    var authorizationEndpoint: String?
-    var deviceAuthorizationEndpoint: String?
-    var revocationEndpoint: String?
-}
-
 /// OpenID Connect Discovery and RFC 8414 metadata for one provider's `issuer`, fetched once
 /// and cached; a failure is not cached, so the next token request tries again.
 ///

@@ -1,0 +1,22 @@
+/// Where a provider's tokens come from: one implementation per grant.
+public protocol CredentialSource: Sendable {
+    /// Produces a currently valid token, or the error the client gets (`token_unavailable`,
+    /// `login_required`). `completion` may run on any thread.
+    func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void)
+
+    /// Whether asking again can give a different token (false for `static`), which is what
+    /// makes replaying a request after a 401 worthwhile.
+    var canRenew: Bool { get }
+
+    /// Forgets `token` if it is still the current one: the upstream refused it (a 401).
+    /// A newer token obtained meanwhile is kept.
+    func invalidate(_ token: AccessToken)
+}
+
+extension CredentialSource {
+    /// Sources that cannot produce a different token say so, and a 401 is not replayed.
+    public var canRenew: Bool { true }
+
+    /// Forgets `token` if it is still the current one; by default there is nothing to forget.
+    public func invalidate(_ token: AccessToken) {}
+}

@@ -1,0 +1,14 @@
+import Foundation
+import Synchronization
+
+/// The endpoints an authorization server publishes about itself.
+struct DiscoveredEndpoints: Sendable, Equatable {
+    /// The issuer the document names (checked equal to the configured one).
+    var issuer: String?
+    /// Whether the server sends `iss` in authorization responses (RFC 9207 §3).
+    var issParameterSupported = false
+    var tokenEndpoint: String?
+    var authorizationEndpoint: String?
+    var deviceAuthorizationEndpoint: String?
+    var revocationEndpoint: String?
+}
