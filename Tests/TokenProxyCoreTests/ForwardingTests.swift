@@ -434,10 +434,9 @@ struct EngineDeadlineTests {
 }
 
 struct DroppedUpstreamConnectionTests {
-    /// The upstream closes kept-alive connections after 0.2 s idle. The epoll engine leaves a
-    /// finished transfer's socket in its set (parked); the close must take it out rather than
-    /// make the idle engine spin on it, and the next request must get a new connection,
-    /// usually under the same descriptor number, and be answered.
+    /// The upstream closes kept-alive connections after 0.2 s idle. The closed socket must not
+    /// make the idle engine spin, and the next request must get a new connection, usually
+    /// under the same descriptor number, and be answered.
     @Test
     func idleConnectionsClosedByTheUpstreamAreReplaced() throws {
         let name = "tp-drop"
@@ -462,10 +461,7 @@ struct DroppedUpstreamConnectionTests {
 struct ClosingUpstreamTests {
     /// An upstream answering `Connection: close` makes libcurl close the socket it has just
     /// stopped watching, with no event in between; the next connection usually gets the same
-    /// descriptor number and must be watched afresh. (The epoll engine learns of the close
-    /// through libcurl's close-socket callback; when that is removed this test still passes,
-    /// because a new connection first asks for writability, which differs from the stale
-    /// entry and so reaches `epoll_ctl`. The callback covers a connect that completes at once.)
+    /// descriptor number and must be watched afresh.
     @Test
     func connectionsTheUpstreamClosesAreReplaced() throws {
         let fixture = try ForwardingFixture(engine: sleepyEngine("tp-close"))
