@@ -19,7 +19,12 @@ struct CredentialCommandContext {
         self.configuration = try ConfigLoader.load(options.path)
         self.store = try ConfigLoader.openStore(self.configuration)
         signal(SIGPIPE, SIG_IGN)
-        self.fetcher = UpstreamFetcher(engine: CurlEngine())
+        do {
+            self.fetcher = UpstreamFetcher(engine: try CurlEngine())
+        } catch {
+            Console.error("cannot start the upstream engine: \(error)")
+            throw ExitStatus.runtimeFailure
+        }
         var logger = Logger(label: "tokenproxy")
         logger.logLevel = .warning
         self.logger = logger

@@ -37,14 +37,28 @@ struct ServeCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         let descriptors = DescriptorLimit.raiseSoftLimit()
         logger.info("descriptor limit", metadata: ["soft": "\(descriptors.soft)", "hard": "\(descriptors.hard)"])
+        guard descriptors.soft >= DescriptorLimit.minimumToServe else {
+            logger.critical(
+                "the descriptor limit is too low to serve",
+                metadata: ["soft": "\(descriptors.soft)", "minimum": "\(DescriptorLimit.minimumToServe)"]
+            )
+            throw ExitStatus.runtimeFailure
+        }
         // One engine per processor by default; `TOKENPROXY_CURL_ENGINES` sets the count
         // (1 to 64; docs/reference/environment.md).
         let engineCount =
             ProcessEnvironment.variables["TOKENPROXY_CURL_ENGINES"].flatMap { Int($0) } ?? CurlEngine.defaultCount
+        let engines: [CurlEngine]
+        do {
+            engines = try CurlEngine.make(count: min(engineCount, 64))
+        } catch {
+            logger.critical("cannot start the upstream engine", metadata: ["error": "\(error)"])
+            throw ExitStatus.runtimeFailure
+        }
         let metrics = ProxyMetrics()
         let forwarder = CurlForwarder(
             configuration: configuration,
-            engines: CurlEngine.make(count: min(engineCount, 64)),
+            engines: engines,
             store: store,
             metrics: metrics,
             logger: logger

@@ -40,6 +40,34 @@ import Testing
         return (process, output, port)
     }
 
+    /// Below the minimum, `serve` says so and exits 1 instead of starting engines and
+    /// listeners that libdispatch or libcurl cannot support (a SIGILL at 12 and 16).
+    @Test(arguments: [4, 12, 16, 31])
+    func aLimitTooLowToServeIsRefusedWithAReason(limit: Int) throws {
+        let directory = try ScriptDirectory()
+        let config = directory.path("proxy.json")
+        try """
+        {"listen": "127.0.0.1:0", "token_store": "memory", "providers": {},
+         "routes": [{"path_prefix": "/api", "upstream": "http://127.0.0.1:9"}]}
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+        process.arguments = [
+            "--nofile=\(limit):\(limit)", CommandLine.binary, "serve", "--config", config, "--log-format", "json",
+        ]
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let output = ProcessErrorStream(stderr)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 1)
+        let refusal = eventually { output.textLines.first { $0["log.level"] == "critical" } }
+        #expect(refusal?["message"] == "the descriptor limit is too low to serve", "\(output.raw)")
+        #expect(refusal?["tokenproxy.minimum"] == "\(DescriptorLimit.minimumToServe)")
+    }
+
     @Test func moreConnectionsThanDescriptorsLeaveTheProxyServing() throws {
         let upstream = try FakeUpstream()
         let directory = try ScriptDirectory()

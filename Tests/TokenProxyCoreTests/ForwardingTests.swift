@@ -50,7 +50,13 @@ final class ForwardingFixture {
     }
 
     /// One engine for the whole test process, as in the proxy.
-    static let engine = CurlEngine(name: "tokenproxy.test.curl")
+    static let engine: CurlEngine = {
+        do {
+            return try CurlEngine(name: "tokenproxy.test.curl")
+        } catch {
+            preconditionFailure("the test engine cannot start: \(error)")
+        }
+    }()
 
     func client() throws -> TestClient {
         try self.proxy.client()
@@ -341,8 +347,8 @@ struct ForwardingTests {
 
 /// An engine made with an idle wait of an hour: a command or a deadline that fails to wake
 /// its thread then shows as a hang, not a delay.
-private func sleepyEngine(_ name: String) -> CurlEngine {
-    CurlEngine(name: name, idleWait: .seconds(3600))
+private func sleepyEngine(_ name: String) throws -> CurlEngine {
+    try CurlEngine(name: name, idleWait: .seconds(3600))
 }
 
 struct EngineWakeUpTests {
@@ -351,7 +357,7 @@ struct EngineWakeUpTests {
     /// would time out.
     @Test
     func requestsFromManyConnectionsAtOnceAreAllAnswered() throws {
-        let engine = sleepyEngine("tokenproxy.test.wakeup")
+        let engine = try sleepyEngine("tokenproxy.test.wakeup")
         let fixture = try ForwardingFixture(engine: engine)
         let answered = Mutex(0)
         let failures = Mutex<[String]>([])
@@ -396,7 +402,7 @@ struct EngineIdleTests {
     /// would instead turn the loop without pause, thousands of times in the window below.
     @Test
     func anEngineWithNothingToDoSleeps() throws {
-        let engine = sleepyEngine("tokenproxy.test.idle")
+        let engine = try sleepyEngine("tokenproxy.test.idle")
         let fixture = try ForwardingFixture(engine: engine)
         let client = try fixture.client()
         for request in 0..<5 {
@@ -421,7 +427,7 @@ struct EngineDeadlineTests {
     func aDeadlineSetWhileTheEngineSleepsStillFires() throws {
         let fixture = try ForwardingFixture(
             route: #", "timeout_seconds": 1"#,
-            engine: sleepyEngine("tokenproxy.test.deadline")
+            engine: try sleepyEngine("tokenproxy.test.deadline")
         )
         let client = try fixture.client()
         // A first request lets the engine settle into its idle wait with nothing due.
@@ -440,7 +446,7 @@ struct DroppedUpstreamConnectionTests {
     @Test
     func idleConnectionsClosedByTheUpstreamAreReplaced() throws {
         let name = "tp-drop"
-        let fixture = try ForwardingFixture(engine: sleepyEngine(name), upstream: try FakeUpstream(idleTimeout: 0.2))
+        let fixture = try ForwardingFixture(engine: try sleepyEngine(name), upstream: try FakeUpstream(idleTimeout: 0.2))
         let client = try fixture.client()
         for round in 0..<4 {
             let response = try client.get("/api/r\(round)")
@@ -464,7 +470,7 @@ struct ClosingUpstreamTests {
     /// descriptor number and must be watched afresh.
     @Test
     func connectionsTheUpstreamClosesAreReplaced() throws {
-        let fixture = try ForwardingFixture(engine: sleepyEngine("tp-close"))
+        let fixture = try ForwardingFixture(engine: try sleepyEngine("tp-close"))
         let client = try fixture.client()
         for round in 0..<6 {
             let path = round % 2 == 0 ? "close" : "echo"
@@ -499,7 +505,7 @@ struct SeveralEnginesTests {
     /// upstream connection.
     @Test func connectionsAreSpreadOverTheEngines() throws {
         let engines: [CurlEngine] = [
-            CurlEngine(name: "tokenproxy.test.a"), CurlEngine(name: "tokenproxy.test.b"),
+            try CurlEngine(name: "tokenproxy.test.a"), try CurlEngine(name: "tokenproxy.test.b"),
         ]
         let fixture = try ForwardingFixture(engines: engines)
         for connection in 0..<32 {

@@ -136,7 +136,7 @@ struct BusyConnectionTests {
     /// serving other connections.
     @Test
     func aBusyConnectionDoesNotHoldUpItsEngine() throws {
-        let engine = CurlEngine(name: "tokenproxy.test.busy", idleWait: .seconds(3600))
+        let engine = try CurlEngine(name: "tokenproxy.test.busy", idleWait: .seconds(3600))
         var recording: ContextRecordingForwarder?
         // Answers are written in place, so the engine meets the held gate itself and must not
         // wait for it.

@@ -11,7 +11,7 @@ struct TransferFlowControlTests {
     @Test func aWritableDeliveryEndsAnEarlierBlock() throws {
         // An engine of the test's own that is never given the transfer: the transfer is driven
         // by hand on this thread, and the engine only counts the resumes it is asked for.
-        let engine = CurlEngine(name: "tokenproxy.test.flow", idleWait: .seconds(3600))
+        let engine = try CurlEngine(name: "tokenproxy.test.flow", idleWait: .seconds(3600))
         let transfer = CurlTransfer.unstarted()
         _ = try #require(transfer.prepare(engine: engine))
         defer { transfer.release() }

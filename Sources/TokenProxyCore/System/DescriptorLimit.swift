@@ -30,6 +30,11 @@ public enum DescriptorLimit {
         return soft
     }
 
+    /// The lowest soft limit `serve` starts with: the engines' eventfds and libcurl's wake-up
+    /// pairs, the listeners, the log writer and libdispatch's own descriptors need about 20,
+    /// and libdispatch stops the process with SIGILL when it cannot open one it needs.
+    public static let minimumToServe = 32
+
     /// The descriptor numbers at the top of the table that client connections never hold:
     /// an eighth of the limit, at least 16 and at most 512.
     public static var acceptReserve: Int {

@@ -54,14 +54,18 @@ public final class CurlEngine: @unchecked Sendable {
     private let idleWaitMilliseconds: Int
 
     /// Creates an engine and starts its event thread. `idleWait` only bounds a sleep with
-    /// nothing due (tests make it long, so that a missed wake-up shows as a hang).
-    public init(name: String = "tp-curl", idleWait: Duration = .seconds(1)) {
+    /// nothing due (tests make it long, so that a missed wake-up shows as a hang). Fails when
+    /// the process has no descriptor left for the wake-up eventfd or libcurl no memory for
+    /// its multi handle.
+    public init(name: String = "tp-curl", idleWait: Duration = .seconds(1)) throws(SystemError) {
         self.idleWaitMilliseconds = Int(min(max(idleWait.milliseconds, 1), Int64(Int32.max)))
         CurlGlobal.initialize()
-        // Safe because curl_multi_init only returns nil when out of memory, where nothing can go on.
-        guard let multi = curl_multi_init() else { preconditionFailure("curl_multi_init failed") }
         let wakeup = tp_wakeup_eventfd()
-        precondition(wakeup >= 0, "eventfd failed: errno \(errno)")
+        guard wakeup >= 0 else { throw SystemError(call: "eventfd", errno: errno) }
+        guard let multi = curl_multi_init() else {
+            close(wakeup)
+            throw SystemError(call: "curl_multi_init", errno: ENOMEM)
+        }
         self.multi = multi
         self.wakeup = wakeup
         _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 256)
@@ -208,7 +212,11 @@ extension CurlEngine {
     }
 
     /// `count` new engines (at least one), their threads named `tp-curl-N`.
-    public static func make(count: Int) -> [CurlEngine] {
-        (0..<max(1, count)).map { CurlEngine(name: "tp-curl-\($0)") }
+    public static func make(count: Int) throws(SystemError) -> [CurlEngine] {
+        var engines: [CurlEngine] = []
+        for index in 0..<max(1, count) {
+            engines.append(try CurlEngine(name: "tp-curl-\(index)"))
+        }
+        return engines
     }
 }

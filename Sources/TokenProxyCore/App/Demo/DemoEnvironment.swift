@@ -52,7 +52,7 @@ public final class DemoEnvironment: Sendable {
             }
             """
         let configuration = try ProxyConfiguration.decode(Data(json.utf8))
-        let engine = CurlEngine()
+        let engine = try CurlEngine()
         let service = ProxyService(
             configuration: configuration,
             forwarder: CurlForwarder(configuration: configuration, engine: engine, logger: logger),
