@@ -446,7 +446,10 @@ struct DroppedUpstreamConnectionTests {
     @Test
     func idleConnectionsClosedByTheUpstreamAreReplaced() throws {
         let name = "tp-drop"
-        let fixture = try ForwardingFixture(engine: try sleepyEngine(name), upstream: try FakeUpstream(idleTimeout: 0.2))
+        let fixture = try ForwardingFixture(
+            engine: try sleepyEngine(name),
+            upstream: try FakeUpstream(idleTimeout: 0.2)
+        )
         let client = try fixture.client()
         for round in 0..<4 {
             let response = try client.get("/api/r\(round)")

@@ -1,4 +1,3 @@
-
 /// A complete, small response held in memory: errors and admin documents.
 public struct HTTPResponse: Sendable, Equatable {
     /// Status, headers and the body's length.

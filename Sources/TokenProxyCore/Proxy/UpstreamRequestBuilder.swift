@@ -41,7 +41,8 @@ public enum UpstreamRequestBuilder {
             named.append(credentialHeader)
         }
         headers.removeAll { name in
-            UpstreamRequest.hopByHop.contains(name) || Self.forwarded.contains(name) || Self.pathOverrides.contains(name)
+            UpstreamRequest.hopByHop.contains(name) || Self.forwarded.contains(name)
+                || Self.pathOverrides.contains(name)
                 || named.contains { name.equalsIgnoringASCIICase($0) }
         }
 

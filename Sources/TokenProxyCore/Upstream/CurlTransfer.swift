@@ -421,7 +421,10 @@ public final class CurlTransfer: @unchecked Sendable {
             }
             self.headSent = true
             self.firstByteDeadline = nil
-            self.outbox.head = self.parser.head(requestIsHead: self.requestIsHead, rewriteLocation: self.rewriteLocation)
+            self.outbox.head = self.parser.head(
+                requestIsHead: self.requestIsHead,
+                rewriteLocation: self.rewriteLocation
+            )
             self.queueOutbox()
             return true
         }
