@@ -4,99 +4,28 @@
 /// body and the `X-Tokenproxy-Error` header, `docs/architecture.md`, "Errors"), a human-readable message
 /// and, where known, the route and provider it concerns. Mapping a code to its HTTP status
 /// happens only in ``ProxyError/Code/status``; rendering the body only in ``ErrorResponse``.
-public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A stable error code with its HTTP status.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: String, Sendable {
-            case badRequest = "bad_request"
-            case loginRequired = "login_required"
-            case hostNotAllowed = "host_not_allowed"
-            case headerRequired = "header_required"
-            case crossSiteRequest = "cross_site_request"
-            case noRoute = "no_route"
-            case methodNotAllowed = "method_not_allowed"
-            case requestTimeout = "request_timeout"
-            case uriTooLong = "uri_too_long"
-            case headersTooLarge = "headers_too_large"
-            case versionNotSupported = "http_version_not_supported"
-            case tokenUnavailable = "token_unavailable"
-            case upstreamUnreachable = "upstream_unreachable"
-            case shuttingDown = "shutting_down"
-            case tooManyConnections = "too_many_connections"
-            case upstreamTimeout = "upstream_timeout"
-        }
+public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible, ErrorCodeFamily {
+    /// A stable code of this family (``ErrorCode``).
+    public typealias Code = ErrorCode<ProxyError>
 
-        private let base: Base
-
-        private init(_ base: Base) {
-            self.base = base
-        }
-
-        /// 400: the request is malformed or ambiguous (RFC 9112 framing, forbidden characters).
-        public static let badRequest = Code(.badRequest)
-        /// 401: the route's provider has no usable grant; `tokenproxy login NAME` is needed.
-        public static let loginRequired = Code(.loginRequired)
-        /// 403: the `Host` (or absolute-form authority) is not an allowed host.
-        public static let hostNotAllowed = Code(.hostNotAllowed)
-        /// 403: the configured `require_header` is missing or wrong.
-        public static let headerRequired = Code(.headerRequired)
-        /// 403: a browser request from another site (`Origin`, `Sec-Fetch-Site`).
-        public static let crossSiteRequest = Code(.crossSiteRequest)
-        /// 404: no route matches the request.
-        public static let noRoute = Code(.noRoute)
-        /// 405: CONNECT and TRACE are never served.
-        public static let methodNotAllowed = Code(.methodNotAllowed)
-        /// 408: the request head did not arrive within the header deadline.
-        public static let requestTimeout = Code(.requestTimeout)
-        /// 414: the request line is longer than `limits.max_request_line_bytes`.
-        public static let uriTooLong = Code(.uriTooLong)
-        /// 431: the header section exceeds `limits.max_header_bytes` or `max_header_count`.
-        public static let headersTooLarge = Code(.headersTooLarge)
-        /// 505: a well-formed request line naming an HTTP major version other than 1.
-        public static let versionNotSupported = Code(.versionNotSupported)
-        /// 502: the provider's token endpoint failed.
-        public static let tokenUnavailable = Code(.tokenUnavailable)
-        /// 502: the upstream could not be reached or failed before answering.
-        public static let upstreamUnreachable = Code(.upstreamUnreachable)
-        /// 503: the proxy is draining connections before exit.
-        public static let shuttingDown = Code(.shuttingDown)
-        /// 503: `limits.max_connections` is reached.
-        public static let tooManyConnections = Code(.tooManyConnections)
-        /// 504: the upstream did not answer within its timeout.
-        public static let upstreamTimeout = Code(.upstreamTimeout)
-
-        /// The code as it appears in the JSON body and the `X-Tokenproxy-Error` header.
-        public var description: String { self.base.rawValue }
-
-        /// The HTTP status this code is answered with: the one place that mapping lives.
-        public var status: Int {
-            switch self.base {
-            case .badRequest: return 400
-            case .loginRequired: return 401
-            case .hostNotAllowed, .headerRequired, .crossSiteRequest: return 403
-            case .noRoute: return 404
-            case .methodNotAllowed: return 405
-            case .requestTimeout: return 408
-            case .uriTooLong: return 414
-            case .headersTooLarge: return 431
-            case .versionNotSupported: return 505
-            case .tokenUnavailable, .upstreamUnreachable: return 502
-            case .shuttingDown, .tooManyConnections: return 503
-            case .upstreamTimeout: return 504
-            }
-        }
-
-        /// Whether the request's framing may be in doubt after this error, so the connection
-        /// must close once the answer is sent (400, 408, 413, 414, 431: `docs/http-behaviour.md`).
-        public var closesConnection: Bool {
-            switch self.base {
-            case .badRequest, .requestTimeout, .uriTooLong, .headersTooLarge, .versionNotSupported,
-                .tooManyConnections, .shuttingDown:
-                return true
-            default:
-                return false
-            }
-        }
+    /// The cases behind the codes; use the ``Code`` values.
+    public enum Base: String, Sendable {
+        case badRequest = "bad_request"
+        case loginRequired = "login_required"
+        case hostNotAllowed = "host_not_allowed"
+        case headerRequired = "header_required"
+        case crossSiteRequest = "cross_site_request"
+        case noRoute = "no_route"
+        case methodNotAllowed = "method_not_allowed"
+        case requestTimeout = "request_timeout"
+        case uriTooLong = "uri_too_long"
+        case headersTooLarge = "headers_too_large"
+        case versionNotSupported = "http_version_not_supported"
+        case tokenUnavailable = "token_unavailable"
+        case upstreamUnreachable = "upstream_unreachable"
+        case shuttingDown = "shutting_down"
+        case tooManyConnections = "too_many_connections"
+        case upstreamTimeout = "upstream_timeout"
     }
 
     /// What went wrong, as a stable code.
@@ -118,4 +47,69 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// `code: message`, for logs.
     public var description: String { "\(self.code): \(self.message)" }
+}
+
+extension ErrorCode where Family == ProxyError {
+    /// 400: the request is malformed or ambiguous (RFC 9112 framing, forbidden characters).
+    public static let badRequest = Self(.badRequest)
+    /// 401: the route's provider has no usable grant; `tokenproxy login NAME` is needed.
+    public static let loginRequired = Self(.loginRequired)
+    /// 403: the `Host` (or absolute-form authority) is not an allowed host.
+    public static let hostNotAllowed = Self(.hostNotAllowed)
+    /// 403: the configured `require_header` is missing or wrong.
+    public static let headerRequired = Self(.headerRequired)
+    /// 403: a browser request from another site (`Origin`, `Sec-Fetch-Site`).
+    public static let crossSiteRequest = Self(.crossSiteRequest)
+    /// 404: no route matches the request.
+    public static let noRoute = Self(.noRoute)
+    /// 405: CONNECT and TRACE are never served.
+    public static let methodNotAllowed = Self(.methodNotAllowed)
+    /// 408: the request head did not arrive within the header deadline.
+    public static let requestTimeout = Self(.requestTimeout)
+    /// 414: the request line is longer than `limits.max_request_line_bytes`.
+    public static let uriTooLong = Self(.uriTooLong)
+    /// 431: the header section exceeds `limits.max_header_bytes` or `max_header_count`.
+    public static let headersTooLarge = Self(.headersTooLarge)
+    /// 505: a well-formed request line naming an HTTP major version other than 1.
+    public static let versionNotSupported = Self(.versionNotSupported)
+    /// 502: the provider's token endpoint failed.
+    public static let tokenUnavailable = Self(.tokenUnavailable)
+    /// 502: the upstream could not be reached or failed before answering.
+    public static let upstreamUnreachable = Self(.upstreamUnreachable)
+    /// 503: the proxy is draining connections before exit.
+    public static let shuttingDown = Self(.shuttingDown)
+    /// 503: `limits.max_connections` is reached.
+    public static let tooManyConnections = Self(.tooManyConnections)
+    /// 504: the upstream did not answer within its timeout.
+    public static let upstreamTimeout = Self(.upstreamTimeout)
+
+    /// The HTTP status this code is answered with: the one place that mapping lives.
+    public var status: Int {
+        switch self.base {
+        case .badRequest: return 400
+        case .loginRequired: return 401
+        case .hostNotAllowed, .headerRequired, .crossSiteRequest: return 403
+        case .noRoute: return 404
+        case .methodNotAllowed: return 405
+        case .requestTimeout: return 408
+        case .uriTooLong: return 414
+        case .headersTooLarge: return 431
+        case .versionNotSupported: return 505
+        case .tokenUnavailable, .upstreamUnreachable: return 502
+        case .shuttingDown, .tooManyConnections: return 503
+        case .upstreamTimeout: return 504
+        }
+    }
+
+    /// Whether the request's framing may be in doubt after this error, so the connection
+    /// must close once the answer is sent (400, 408, 413, 414, 431: `docs/http-behaviour.md`).
+    public var closesConnection: Bool {
+        switch self.base {
+        case .badRequest, .requestTimeout, .uriTooLong, .headersTooLarge, .versionNotSupported,
+            .tooManyConnections, .shuttingDown:
+            return true
+        default:
+            return false
+        }
+    }
 }

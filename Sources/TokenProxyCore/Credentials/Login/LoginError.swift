@@ -1,46 +1,20 @@
 /// Why `tokenproxy login` (or `logout`) did not complete. The message says what happened
 /// and never contains a token, code or secret.
-public struct LoginError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// What went wrong.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: String, Sendable {
-            case notInteractive = "not_interactive"
-            case endpointMissing = "endpoint_missing"
-            case listenFailed = "listen_failed"
-            case timedOut = "timed_out"
-            case denied
-            case expired
-            case callbackRejected = "callback_rejected"
-            case exchangeFailed = "exchange_failed"
-            case store
-        }
+public struct LoginError: Error, Sendable, Equatable, CustomStringConvertible, ErrorCodeFamily {
+    /// A stable code of this family (``ErrorCode``).
+    public typealias Code = ErrorCode<LoginError>
 
-        private let base: Base
-
-        private init(_ base: Base) {
-            self.base = base
-        }
-
-        /// The provider's grant has no interactive login.
-        public static let notInteractive = Code(.notInteractive)
-        /// An endpoint the login needs is neither configured nor discovered.
-        public static let endpointMissing = Code(.endpointMissing)
-        /// The loopback redirect listener could not be opened.
-        public static let listenFailed = Code(.listenFailed)
-        /// Nobody completed the login in time.
-        public static let timedOut = Code(.timedOut)
-        /// The user or the authorization server refused (`access_denied`).
-        public static let denied = Code(.denied)
-        /// The device code expired before it was approved (`expired_token`).
-        public static let expired = Code(.expired)
-        /// The callback carried an error, a foreign `iss`, or no code.
-        public static let callbackRejected = Code(.callbackRejected)
-        /// The token endpoint refused the code or the device code.
-        public static let exchangeFailed = Code(.exchangeFailed)
-        /// The tokens could not be stored.
-        public static let store = Code(.store)
-
-        public var description: String { self.base.rawValue }
+    /// The cases behind the codes; use the ``Code`` values.
+    public enum Base: String, Sendable {
+        case notInteractive = "not_interactive"
+        case endpointMissing = "endpoint_missing"
+        case listenFailed = "listen_failed"
+        case timedOut = "timed_out"
+        case denied
+        case expired
+        case callbackRejected = "callback_rejected"
+        case exchangeFailed = "exchange_failed"
+        case store
     }
 
     /// What went wrong.
@@ -55,4 +29,25 @@ public struct LoginError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { self.message }
+}
+
+extension ErrorCode where Family == LoginError {
+    /// The provider's grant has no interactive login.
+    public static let notInteractive = Self(.notInteractive)
+    /// An endpoint the login needs is neither configured nor discovered.
+    public static let endpointMissing = Self(.endpointMissing)
+    /// The loopback redirect listener could not be opened.
+    public static let listenFailed = Self(.listenFailed)
+    /// Nobody completed the login in time.
+    public static let timedOut = Self(.timedOut)
+    /// The user or the authorization server refused (`access_denied`).
+    public static let denied = Self(.denied)
+    /// The device code expired before it was approved (`expired_token`).
+    public static let expired = Self(.expired)
+    /// The callback carried an error, a foreign `iss`, or no code.
+    public static let callbackRejected = Self(.callbackRejected)
+    /// The token endpoint refused the code or the device code.
+    public static let exchangeFailed = Self(.exchangeFailed)
+    /// The tokens could not be stored.
+    public static let store = Self(.store)
 }

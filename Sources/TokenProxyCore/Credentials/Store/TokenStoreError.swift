@@ -1,41 +1,19 @@
 import Foundation
 
 /// Why the token store could not be used. The message says what to do about it.
-public struct TokenStoreError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// What went wrong.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: String, Sendable {
-            case corrupt
-            case unsupportedVersion = "unsupported_version"
-            case decryptionFailed = "decryption_failed"
-            case encryptionKeyMissing = "encryption_key_missing"
-            case insecurePermissions = "insecure_permissions"
-            case lockTimeout = "lock_timeout"
-            case io
-        }
+public struct TokenStoreError: Error, Sendable, Equatable, CustomStringConvertible, ErrorCodeFamily {
+    /// A stable code of this family (``ErrorCode``).
+    public typealias Code = ErrorCode<TokenStoreError>
 
-        private let base: Base
-
-        private init(_ base: Base) {
-            self.base = base
-        }
-
-        /// The file is not a token store (not JSON, truncated); it was moved aside.
-        public static let corrupt = Code(.corrupt)
-        /// The file names a format version this build does not know; it was moved aside.
-        public static let unsupportedVersion = Code(.unsupportedVersion)
-        /// The file is encrypted and `encryption_key` does not open it (left untouched).
-        public static let decryptionFailed = Code(.decryptionFailed)
-        /// The file is encrypted and no `encryption_key` is configured (left untouched).
-        public static let encryptionKeyMissing = Code(.encryptionKeyMissing)
-        /// The file or its directory is open to group or others, or owned by another user.
-        public static let insecurePermissions = Code(.insecurePermissions)
-        /// The provider's lock was not obtained before the deadline.
-        public static let lockTimeout = Code(.lockTimeout)
-        /// A system call failed (the message names it and errno).
-        public static let io = Code(.io)
-
-        public var description: String { self.base.rawValue }
+    /// The cases behind the codes; use the ``Code`` values.
+    public enum Base: String, Sendable {
+        case corrupt
+        case unsupportedVersion = "unsupported_version"
+        case decryptionFailed = "decryption_failed"
+        case encryptionKeyMissing = "encryption_key_missing"
+        case insecurePermissions = "insecure_permissions"
+        case lockTimeout = "lock_timeout"
+        case io
     }
 
     /// What went wrong.
@@ -50,4 +28,21 @@ public struct TokenStoreError: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     public var description: String { "token store: \(self.message)" }
+}
+
+extension ErrorCode where Family == TokenStoreError {
+    /// The file is not a token store (not JSON, truncated); it was moved aside.
+    public static let corrupt = Self(.corrupt)
+    /// The file names a format version this build does not know; it was moved aside.
+    public static let unsupportedVersion = Self(.unsupportedVersion)
+    /// The file is encrypted and `encryption_key` does not open it (left untouched).
+    public static let decryptionFailed = Self(.decryptionFailed)
+    /// The file is encrypted and no `encryption_key` is configured (left untouched).
+    public static let encryptionKeyMissing = Self(.encryptionKeyMissing)
+    /// The file or its directory is open to group or others, or owned by another user.
+    public static let insecurePermissions = Self(.insecurePermissions)
+    /// The provider's lock was not obtained before the deadline.
+    public static let lockTimeout = Self(.lockTimeout)
+    /// A system call failed (the message names it and errno).
+    public static let io = Self(.io)
 }
