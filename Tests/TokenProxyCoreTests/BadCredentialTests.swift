@@ -71,7 +71,7 @@ struct BadCredentialTests {
         let config = try Self.commandConfig(in: scripts)
         var succeeded = false
         for limit in 4...48 {
-            let result = try BinaryRun.run(["token", "cmd", "--config", config], descriptorLimit: limit)
+            let result = try TokenProxyBinary.run(["token", "cmd", "--config", config], descriptorLimit: limit)
             // This test is about the credential command's pipes and process; the outbound
             // engine's start-up (its eventfd) is not part of it.
             if result.stderr.contains("eventfd") { continue }

@@ -4,53 +4,6 @@ import Testing
 
 @testable import TokenProxyCore
 
-/// Runs the built `tokenproxy` binary (next to the test bundle; the README's test command
-/// builds it first).
-struct CommandLine {
-    struct Output {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    static var binary: String {
-        let bundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        return bundle.appendingPathComponent("tokenproxy").path
-    }
-
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Output {
-        guard FileManager.default.isExecutableFile(atPath: self.binary) else {
-            throw CommandLineError(message: "\(self.binary) is missing: run `swift build` before `swift test`")
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: self.binary)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        // Read both before waiting, so a full pipe cannot block the child.
-        let errorData = Mutex(Data())
-        let reader = Thread { errorData.withLock { $0 = stderr.fileHandleForReading.readDataToEndOfFile() } }
-        reader.start()
-        let outputData = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        _ = eventually { errorData.withLock { $0.isEmpty ? nil : true } }
-        return Output(
-            status: process.terminationStatus,
-            stdout: String(decoding: outputData, as: UTF8.self),
-            stderr: String(decoding: errorData.withLock { $0 }, as: UTF8.self)
-        )
-    }
-}
-
-struct CommandLineError: Error, CustomStringConvertible {
-    var message: String
-    var description: String { self.message }
-}
-
 @Suite struct CommandLineTests {
     private func write(_ json: String, in directory: ScriptDirectory) throws -> String {
         let path = directory.path("proxy.json")
@@ -67,7 +20,7 @@ struct CommandLineError: Error, CustomStringConvertible {
             """#,
             in: directory
         )
-        let output = try CommandLine.run(
+        let output = try TokenProxyBinary.run(
             ["token", "api", "--config", config],
             environment: ["TP_TEST_TOKEN": "s3cr3t-v4lue"]
         )
@@ -76,12 +29,12 @@ struct CommandLineError: Error, CustomStringConvertible {
     }
 
     @Test func demoHelpOffersNoConfigFileItWouldIgnore() throws {
-        let help = try CommandLine.run(["demo", "--help"])
+        let help = try TokenProxyBinary.run(["demo", "--help"])
         #expect(help.status == 0)
         #expect(help.stdout.contains("--listen"))
         #expect(!help.stdout.contains("--config"))
         // Still accepted, as by every command, so scripts that pass it keep working.
-        let parsed = try CommandLine.run(["demo", "--config", "/nonexistent/proxy.json", "--listen", "0.0.0.0:1"])
+        let parsed = try TokenProxyBinary.run(["demo", "--config", "/nonexistent/proxy.json", "--listen", "0.0.0.0:1"])
         #expect(parsed.status == 2)
         #expect(parsed.stderr.contains("loopback"))
     }
@@ -96,13 +49,13 @@ struct CommandLineError: Error, CustomStringConvertible {
             """#,
             in: directory
         )
-        let output = try CommandLine.run(["token", "app", "--config", config])
+        let output = try TokenProxyBinary.run(["token", "app", "--config", config])
         #expect(output.status == 1)
         #expect(output.stdout.isEmpty)
         #expect(output.stderr.contains("login_required"))
         #expect(output.stderr.contains("tokenproxy login app"))
 
-        let unknown = try CommandLine.run(["token", "nope", "--config", config])
+        let unknown = try TokenProxyBinary.run(["token", "nope", "--config", config])
         #expect(unknown.status == 2)
         #expect(unknown.stdout.isEmpty)
     }
@@ -130,12 +83,12 @@ struct CommandLineError: Error, CustomStringConvertible {
     @Test func twoProcessesAskingAtOnceRefreshOnce() throws {
         let (provider, fixture, config) = try self.setUp()
         provider.refreshDelay = 0.5
-        let outputs = Mutex<[CommandLine.Output]>([])
+        let outputs = Mutex<[TokenProxyBinary.Result]>([])
         let group = DispatchGroup()
         for _ in 0..<2 {
             group.enter()
             Thread.detachNewThread {
-                if let output = try? CommandLine.run(
+                if let output = try? TokenProxyBinary.run(
                     ["token", "app", "--config", config],
                     environment: ["TP_SEED": "seed-1"]
                 ) {
@@ -156,9 +109,9 @@ struct CommandLineError: Error, CustomStringConvertible {
     @Test func statusShowsStateButNeverAToken() throws {
         let (provider, fixture, config) = try self.setUp()
         defer { withExtendedLifetime((provider, fixture)) {} }
-        let token = try CommandLine.run(["token", "app", "--config", config], environment: ["TP_SEED": "seed-1"])
+        let token = try TokenProxyBinary.run(["token", "app", "--config", config], environment: ["TP_SEED": "seed-1"])
         #expect(token.stdout == "access-1\n", "\(token.stderr)")
-        let status = try CommandLine.run(["status", "--config", config], environment: ["TP_SEED": "seed-1"])
+        let status = try TokenProxyBinary.run(["status", "--config", config], environment: ["TP_SEED": "seed-1"])
         #expect(status.status == 0)
         #expect(status.stdout.contains("app"))
         #expect(status.stdout.contains("refresh_token"))
@@ -172,7 +125,7 @@ struct CommandLineError: Error, CustomStringConvertible {
     @Test func anEncryptedStoreWorksWithItsKeyAndAWrongKeyIsAClearError() throws {
         let (provider, fixture, config) = try self.setUp(key: "k1")
         defer { withExtendedLifetime(provider) {} }
-        let first = try CommandLine.run(
+        let first = try TokenProxyBinary.run(
             ["token", "app", "--config", config],
             environment: ["TP_SEED": "seed-1", "TP_STORE_KEY": "correct horse battery staple 1"]
         )
@@ -180,14 +133,14 @@ struct CommandLineError: Error, CustomStringConvertible {
         #expect(!fixture.text().contains("access-1"))
         #expect(!fixture.text().contains("refresh-1"))
 
-        let again = try CommandLine.run(
+        let again = try TokenProxyBinary.run(
             ["token", "app", "--config", config],
             environment: ["TP_SEED": "seed-1", "TP_STORE_KEY": "correct horse battery staple 1"]
         )
         #expect(again.stdout == "access-1\n")
 
         let before = fixture.bytes()
-        let wrong = try CommandLine.run(
+        let wrong = try TokenProxyBinary.run(
             ["token", "app", "--config", config],
             environment: ["TP_SEED": "seed-1", "TP_STORE_KEY": "another key"]
         )
@@ -201,7 +154,7 @@ struct CommandLineError: Error, CustomStringConvertible {
         let (provider, fixture, config) = try self.setUp()
         defer { withExtendedLifetime(provider) {} }
         try fixture.write(Data(#"{"version": 1, "grants": {}}"#.utf8), mode: 0o644)
-        let output = try CommandLine.run(["token", "app", "--config", config], environment: ["TP_SEED": "seed-1"])
+        let output = try TokenProxyBinary.run(["token", "app", "--config", config], environment: ["TP_SEED": "seed-1"])
         #expect(output.status == 2)
         #expect(output.stderr.contains("chmod 600 \(fixture.storePath)"))
     }

@@ -21,7 +21,7 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
         process.arguments = [
-            "--nofile=\(soft):\(hard)", CommandLine.binary, "serve", "--config", config, "--log-format", "json",
+            "--nofile=\(soft):\(hard)", TokenProxyBinary.path, "serve", "--config", config, "--log-format", "json",
         ]
         let stderr = Pipe()
         process.standardError = stderr
@@ -53,7 +53,7 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
         process.arguments = [
-            "--nofile=\(limit):\(limit)", CommandLine.binary, "serve", "--config", config, "--log-format", "json",
+            "--nofile=\(limit):\(limit)", TokenProxyBinary.path, "serve", "--config", config, "--log-format", "json",
         ]
         let stderr = Pipe()
         process.standardError = stderr

@@ -60,22 +60,22 @@ import Testing
         let store = try TokenStoreFixture()
         let config = try Self.config(auth: auth, upstream: upstream, store: store)
         let environment = ["TP_HOSTILE_STORE_SECRET": "hostile-store-secret"]
-        let first = try BinaryRun.run(["token", "api", "--config", config], environment: environment)
+        let first = try TokenProxyBinary.run(["token", "api", "--config", config], environment: environment)
         #expect(first.status == 0, "\(first.stderr)")
         let original = try #require(store.bytes(), "no store after `token`: \(store.names())")
         setenv("TP_HOSTILE_STORE_SECRET", "hostile-store-secret", 1)
         for command in [["token", "api"], ["status"], ["login", "api"], ["logout", "api"], ["serve"]] {
             try Self.edit(store, from: original, grantKey: key, rawValue: value)
-            let result: BinaryRun.Result
+            let result: TokenProxyBinary.Result
             if command == ["serve"] {
-                let (served, status) = try BinaryRun.serve(
+                let (served, status) = try TokenProxyBinary.serve(
                     config: config,
                     request: "GET /api/x HTTP/1.1\r\nHost: localhost\r\n\r\n"
                 )
                 result = served
                 #expect(status == 200, "serve answered \(String(describing: status)): \(served.stderr)")
             } else {
-                result = try BinaryRun.run(command + ["--config", config], environment: environment)
+                result = try TokenProxyBinary.run(command + ["--config", config], environment: environment)
                 #expect([0, 1, 2].contains(result.status), "\(command): \(result.status) \(result.stderr)")
             }
             #expect(result.signal == nil, "\(command) stopped by signal \(result.signal ?? 0): \(result.stderr)")
@@ -95,8 +95,9 @@ import Testing
         for command in [["token", "api"], ["status"], ["serve"]] {
             let result =
                 command == ["serve"]
-                ? try BinaryRun.serve(config: config, request: "GET /api/x HTTP/1.1\r\nHost: localhost\r\n\r\n").0
-                : try BinaryRun.run(command + ["--config", config])
+                ? try TokenProxyBinary.serve(config: config, request: "GET /api/x HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                    .0
+                : try TokenProxyBinary.run(command + ["--config", config])
             #expect(result.status == 2, "\(command): \(result.status) \(result.stderr)")
             #expect(result.stderr.contains("chmod 700 \(store.storeDirectory)"), "\(result.stderr)")
         }
@@ -115,7 +116,7 @@ import Testing
         #expect(error?.message.contains("chown \(geteuid()) \(store.storeDirectory)") == true)
         let auth = try FakeAuthorizationServer()
         let config = try Self.config(auth: auth, upstream: try FakeUpstream(), store: store)
-        let result = try BinaryRun.run(["status", "--config", config])
+        let result = try TokenProxyBinary.run(["status", "--config", config])
         #expect(result.status == 2)
         #expect(result.stderr.contains("chown \(geteuid()) \(store.storeDirectory)"), "\(result.stderr)")
         #expect(chown(store.storeDirectory, geteuid(), getegid()) == 0)

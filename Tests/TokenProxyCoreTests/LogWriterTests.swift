@@ -12,7 +12,7 @@ private final class LogPipe: @unchecked Sendable {
 
     init(nonBlockingWrites: Bool = false) throws {
         var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { throw CommandLineError(message: "pipe: \(errno)") }
+        guard pipe(&ends) == 0 else { throw TestFailure(message: "pipe: \(errno)") }
         self.readEnd = ends[0]
         self.writeEnd = ends[1]
         if nonBlockingWrites {

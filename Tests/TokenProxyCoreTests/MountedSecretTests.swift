@@ -46,13 +46,13 @@ private final class KubeletSecretVolume {
             try Data(text.utf8).write(to: URL(fileURLWithPath: path))
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
             guard chown(path, Self.owner, Self.owner) == 0 else {
-                throw CommandLineError(message: "chown \(path): the mounted-secret tests need root, as CI runs them")
+                throw TestFailure(message: "chown \(path): the mounted-secret tests need root, as CI runs them")
             }
         }
         let temporary = self.path + "/..data_tmp"
         try FileManager.default.createSymbolicLink(atPath: temporary, withDestinationPath: name)
         guard rename(temporary, self.path + "/..data") == 0 else {
-            throw CommandLineError(message: "rename ..data_tmp: \(String(cString: strerror(errno)))")
+            throw TestFailure(message: "rename ..data_tmp: \(String(cString: strerror(errno)))")
         }
     }
 }
@@ -89,7 +89,7 @@ private final class KubeletSecretVolume {
         let directory = try ConfigurationTemporaryDirectory()
         let path = try directory.write("db_token", "docker-secret-value", mode: 0o444)
         guard chown(path, KubeletSecretVolume.owner, KubeletSecretVolume.owner) == 0 else {
-            throw CommandLineError(message: "chown \(path): the mounted-secret tests need root, as CI runs them")
+            throw TestFailure(message: "chown \(path): the mounted-secret tests need root, as CI runs them")
         }
         let configuration = try self.configuration(token: path)
         #expect(configuration.secretPermissionProblems().isEmpty)
@@ -125,7 +125,7 @@ private final class KubeletSecretVolume {
              "routes": [{"path_prefix": "/p", "upstream": "https://api.example", "provider": "p"}]}
             """#
         )
-        let output = try CommandLine.run(["check", "--config", config])
+        let output = try TokenProxyBinary.run(["check", "--config", config])
         #expect(output.status == 0)
         #expect(output.stderr.contains("note: providers.p.token:"))
         #expect(output.stderr.contains("used as a secret mounted by the platform"))

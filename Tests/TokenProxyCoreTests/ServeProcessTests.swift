@@ -29,7 +29,7 @@ import Testing
         """.write(toFile: config, atomically: true, encoding: .utf8)
 
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.binary)
+        process.executableURL = URL(fileURLWithPath: TokenProxyBinary.path)
         process.arguments = ["serve", "--config", config, "--log-format", "json"]
         var variables = ProcessInfo.processInfo.environment
         variables["TP_SERVE_TOKEN"] = "serve-s3cret"
@@ -115,7 +115,7 @@ import Testing
         let path = directory.path("proxy.json")
         try config.write(toFile: path, atomically: true, encoding: .utf8)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.binary)
+        process.executableURL = URL(fileURLWithPath: TokenProxyBinary.path)
         process.arguments = ["serve", "--config", path, "--log-format", "json"]
         let stderr = Pipe()
         process.standardError = stderr

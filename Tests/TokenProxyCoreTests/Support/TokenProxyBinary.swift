@@ -1,10 +1,17 @@
 import Foundation
 import Synchronization
 
-/// Runs the built `tokenproxy` binary and tells how it ended: an exit status, or the signal
-/// that stopped it (a trap is SIGILL or SIGTRAP). An optional descriptor limit is applied
-/// with `ulimit -n` in a shell that then execs the binary.
-enum BinaryRun {
+/// The built `tokenproxy` binary (next to the test bundle; `swift build` makes it before
+/// `swift test`), run as a process: how it ended, an exit status or the signal that stopped
+/// it (a trap is SIGILL or SIGTRAP), and what it printed. An optional descriptor limit is
+/// applied with `ulimit -n` in a shell that then execs the binary.
+enum TokenProxyBinary {
+    /// The binary's path.
+    static var path: String {
+        let bundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        return bundle.appendingPathComponent("tokenproxy").path
+    }
+
     struct Result {
         var status: Int32
         /// The signal that ended the process, nil when it exited.
@@ -18,9 +25,9 @@ enum BinaryRun {
         environment: [String: String] = [:],
         descriptorLimit: Int? = nil
     ) throws -> Result {
-        let binary = CommandLine.binary
+        let binary = Self.path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
-            throw CommandLineError(message: "\(binary) is missing: run `swift build` before `swift test`")
+            throw TestFailure(message: "\(binary) is missing: run `swift build` before `swift test`")
         }
         let process = Process()
         if let descriptorLimit {
@@ -57,12 +64,12 @@ enum BinaryRun {
     }
 }
 
-extension BinaryRun {
+extension TokenProxyBinary {
     /// Runs `serve --config config` with JSON logs, sends `request` once it listens, then
     /// SIGTERM; returns how it ended and the response's status (nil when none came).
     static func serve(config: String, request: String) throws -> (Result, Int?) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.binary)
+        process.executableURL = URL(fileURLWithPath: Self.path)
         process.arguments = ["serve", "--config", config, "--log-format", "json", "--listen", "127.0.0.1:0"]
         let stderr = Pipe()
         process.standardError = stderr
@@ -103,4 +110,10 @@ extension BinaryRun {
         )
         return (result, status)
     }
+}
+
+/// A test's own failure with a message (a missing binary, a system call that failed).
+struct TestFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { self.message }
 }
