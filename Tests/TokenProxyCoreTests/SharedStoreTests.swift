@@ -202,15 +202,3 @@ import Testing
         #expect(proxy.upstream.requests.last?.headers.first("Authorization") == "Bearer access-1")
     }
 }
-
-@Suite struct MemoryTokenStoreTests {
-    @Test func aProviderLockExcludesOtherHoldersUntilReleased() throws {
-        let store = MemoryTokenStore()
-        let first = try store.lockProvider("app", deadline: .now + .seconds(1))
-        #expect(throws: TokenStoreError.self) { _ = try store.lockProvider("app", deadline: .now + .milliseconds(50)) }
-        // Other providers are not held up.
-        try store.lockProvider("other", deadline: .now + .milliseconds(50)).release()
-        first.release()
-        try store.lockProvider("app", deadline: .now + .milliseconds(50)).release()
-    }
-}
