@@ -54,7 +54,7 @@ public func fuzzResponseHead(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
             if result == .invalid { return 0 }
             if result == .complete {
                 for requestIsHead in [false, true] {
-                    let head = parser.head(requestIsHead: requestIsHead, relay: nil)
+                    let head = parser.head(requestIsHead: requestIsHead, rewriteLocation: nil)
                     for version in [HTTPVersion.http1_1, .http1_0] {
                         var encoder = ResponseEncoder()
                         var keepAlive = true
