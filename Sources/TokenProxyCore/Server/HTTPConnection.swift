@@ -6,31 +6,6 @@ import Dispatch
     import Musl
 #endif
 
-/// Settings a connection needs from the configuration.
-public struct ConnectionSettings: Sendable {
-    /// Parser size limits.
-    public var parserLimits: HTTPParserLimits
-    /// The total deadline for a request head (→ 408).
-    public var headerTimeout: Double
-    /// How long an idle keep-alive connection is kept; also the body inactivity deadline.
-    public var idleTimeout: Double
-    /// Bytes of response waiting for the client above which the connection reports itself
-    /// not writable; it is writable again below a quarter of it. Tests make it small to reach
-    /// the buffer's edges with small answers.
-    var outputHighMark = 256 * 1024
-
-    /// Creates settings; the defaults are those of `docs/configuration.md`, "Limits".
-    public init(
-        parserLimits: HTTPParserLimits = HTTPParserLimits(),
-        headerTimeout: Double = 10,
-        idleTimeout: Double = 60
-    ) {
-        self.parserLimits = parserLimits
-        self.headerTimeout = headerTimeout
-        self.idleTimeout = idleTimeout
-    }
-}
-
 /// One client connection: reads and parses requests, hands each to the handler as an
 /// ``HTTPExchange``, and writes responses, all in one ``SerialContext``: its Dispatch
 /// sources run on the context's queue holding its gate, and other threads reach the
@@ -42,36 +17,54 @@ public struct ConnectionSettings: Sendable {
 /// keeps no protocol state of its own. A descriptor is closed only after both
 /// DispatchSources' cancel handlers have run.
 final class HTTPConnection {
-    private static let inputMark = 65536
-    private static let lingerSeconds = 2.0
+    // The members below without `private` are shared with the extensions in
+    // `HTTPConnection+Exchange.swift` and `HTTPConnection+Actions.swift`; nothing else uses them.
 
+    /// Input bytes buffered unparsed above which the socket is not read.
+    static let inputMark = 65536
+    /// How long a closing connection reads what the client still sends.
+    static let lingerSeconds = 2.0
+
+    /// The context the connection is confined to.
     let context: SerialContext
-    private let descriptor: Int32
+    /// The client socket.
+    let descriptor: Int32
     private let remoteAddress: String
-    private let settings: ConnectionSettings
+    /// Deadlines, limits and buffer marks.
+    let settings: ConnectionSettings
     private let handler: any HTTPExchangeHandler
     private let onClosed: (HTTPConnection) -> Void
 
-    private let readSource: DispatchSourceRead
-    private let writeSource: DispatchSourceWrite
-    private let timer: DispatchSourceTimer
+    /// Resumed while ``ConnectionStateMachine/isReading``.
+    let readSource: DispatchSourceRead
+    /// Resumed while ``ConnectionStateMachine/isWaitingForWritable``.
+    let writeSource: DispatchSourceWrite
+    /// The one timer source the deadlines share.
+    let timer: DispatchSourceTimer
     private var pendingCancelHandlers = 2
 
     private var parser: HTTPRequestParser
-    private var lifecycle = ConnectionStateMachine()
-    private var encoder = ResponseEncoder()
-    private var deadlines = ConnectionDeadlines()
-    private var input: [UInt8] = []
-    private var inputStart = 0
-    private var output: [UInt8] = []
-    private var outputStart = 0
+    /// The connection's life; every decision is its.
+    var lifecycle = ConnectionStateMachine()
+    /// The framing of the current response.
+    var encoder = ResponseEncoder()
+    /// The instants of the deadlines the state machine armed.
+    var deadlines = ConnectionDeadlines()
+    /// Bytes read and not yet consumed, from `inputStart` on.
+    var input: [UInt8] = []
+    /// Where the unconsumed input starts.
+    var inputStart = 0
+    /// Bytes queued for the client, from `outputStart` on.
+    var output: [UInt8] = []
+    /// Where the unwritten output starts.
+    var outputStart = 0
     /// The active exchange's object, while the state machine has one.
-    private var current: HTTPExchange?
+    var current: HTTPExchange?
     /// While true, writes are queued and flushed once at the end of the batch (a call-stack
     /// matter: ``batch(_:)`` nests).
-    private var batching = false
+    var batching = false
     /// Whether `process()` is on the call stack, so a finished exchange need not start it again.
-    private var processing = false
+    var processing = false
 
     init(
         descriptor: Int32,
@@ -154,7 +147,7 @@ final class HTTPConnection {
     }
 
     /// Runs the parser over buffered input for as long as the state machine expects input.
-    private func process() {
+    func process() {
         guard !self.lifecycle.isClosed else { return }
         self.processing = true
         defer { self.processing = false }
@@ -247,7 +240,7 @@ final class HTTPConnection {
     /// Answers a request whose framing is lost (or that timed out); the state machine closes
     /// after it. The error goes straight onto the wire, bypassing any exchange, since none
     /// can own the stream now.
-    private func respondToBrokenRequest(_ error: ProxyError) {
+    func respondToBrokenRequest(_ error: ProxyError) {
         if let exchange = self.current {
             self.current = nil
             exchange.connectionClosed()
@@ -257,90 +250,10 @@ final class HTTPConnection {
         self.flush()
     }
 
-    // MARK: Exchange callbacks
-
-    /// The exchange's handler asked for the request body.
-    func exchangeReadBody(_ exchange: HTTPExchange) {
-        guard exchange === self.current else { return }
-        self.perform(self.lifecycle.bodyRequested())
-    }
-
-    /// The exchange's handler paused the request body.
-    func exchangePauseBody(_ exchange: HTTPExchange) {
-        guard exchange === self.current else { return }
-        self.perform(self.lifecycle.bodyPaused())
-    }
-
-    /// The exchange's handler resumed the request body.
-    func exchangeResumeBody(_ exchange: HTTPExchange) {
-        guard exchange === self.current else { return }
-        self.perform(self.lifecycle.bodyResumed())
-    }
-
-    /// Whether the output buffer is below its high mark.
-    var isWritable: Bool {
-        self.output.count - self.outputStart < self.settings.outputHighMark
-    }
-
-    /// Queues the response head, with the framing and keep-alive the state machine and the
-    /// encoder agree on.
-    func exchangeSendHead(_ exchange: HTTPExchange, _ head: HTTPResponseHead, closeConnection: Bool) {
-        guard exchange === self.current else { return }
-        let stays = self.lifecycle.responseStarted(closeRequested: closeConnection)
-        var keepAlive = stays
-        let bytes = self.encoder.encodeHead(
-            head,
-            requestVersion: exchange.head.version,
-            requestIsHead: exchange.head.isHead,
-            keepAlive: &keepAlive
-        )
-        if keepAlive != stays {
-            self.lifecycle.responseEndsWithTheConnection()
-        }
-        self.enqueue(bytes)
-    }
-
-    /// Writes body bytes within the framing the head announced: bytes past an announced
-    /// `Content-Length` are never written, and the exchange is aborted instead (the client's
-    /// next read would otherwise take them for a response of its own).
-    func exchangeSendBody(_ exchange: HTTPExchange, _ bytes: some Collection<UInt8>) {
-        guard exchange === self.current else { return }
-        if self.encoder.encodeBody(bytes, into: &self.output) == .exceedsLength {
-            exchange.abort()
-            return
-        }
-        self.flush()
-    }
-
-    /// Ends the response; returns false when the body fell short of the announced
-    /// `Content-Length`, in which case the connection is aborted rather than finished, so
-    /// the client sees a broken body, never a complete-looking one.
-    @discardableResult
-    func exchangeFinish(_ exchange: HTTPExchange) -> Bool {
-        guard exchange === self.current else { return true }
-        guard self.encoder.isBodyComplete else {
-            self.exchangeAbort(exchange)
-            return false
-        }
-        self.encoder.encodeEnd(into: &self.output)
-        self.current = nil
-        let action = self.lifecycle.responseFinished()
-        self.flush()
-        self.perform(action)
-        return true
-    }
-
-    /// Ends the exchange without completing its response: what was already queued (a head,
-    /// part of a body) still goes out, then the connection ends.
-    func exchangeAbort(_ exchange: HTTPExchange) {
-        guard exchange === self.current else { return }
-        self.current = nil
-        self.perform(self.lifecycle.exchangeAborted())
-    }
-
     // MARK: Writing
 
-    private func enqueue(_ bytes: [UInt8]) {
+    /// Queues `bytes` and writes what the socket takes.
+    func enqueue(_ bytes: [UInt8]) {
         self.output.append(contentsOf: bytes)
         self.flush()
     }
@@ -356,7 +269,8 @@ final class HTTPConnection {
         }
     }
 
-    private func flush() {
+    /// Writes queued output until it drains or the socket would block, outside a batch.
+    func flush() {
         guard !self.lifecycle.isClosed, !self.batching else { return }
         while self.outputStart < self.output.count {
             let start = self.outputStart
@@ -397,155 +311,6 @@ final class HTTPConnection {
         self.updateReadInterest()
     }
 
-    // MARK: Carrying out actions
-
-    private func perform(_ action: ConnectionStateMachine.Action) {
-        switch action {
-        case .none:
-            break
-        case .arm(let timer):
-            self.arm(timer)
-        case .parse:
-            self.process()
-        case .armAndParse(let timer):
-            self.arm(timer)
-            self.process()
-        case .parseBuffered(let timer):
-            self.arm(timer)
-            self.parseBuffered()
-        case .discardInput:
-            self.input.removeAll(keepingCapacity: true)
-            self.inputStart = 0
-        case .sendContinue:
-            self.enqueue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
-            self.process()
-        case .deliverEnd:
-            self.arm(.none)
-            self.current?.deliverBody(.end)
-        case .abortExchange:
-            self.current?.abort()
-        case .rejectRequest(let error):
-            self.respondToBrokenRequest(error)
-        case .respondTimeoutAndClose:
-            self.respondToBrokenRequest(ProxyError(.requestTimeout, "the request did not arrive in time"))
-        case .closeAfterFlush:
-            // A flush under way (or the batch's) ends in `outputDrained`; with nothing
-            // queued, the output has drained already.
-            if self.outputStart == self.output.count {
-                self.perform(self.lifecycle.outputDrained())
-            }
-        case .flushAndClose:
-            self.batching = false
-            self.flush()
-        case .resumeReading:
-            self.readSource.resume()
-        case .pauseReading:
-            self.readSource.suspend()
-        case .waitForWritable:
-            self.armSendDeadline()
-            self.writeSource.resume()
-        case .armSendDeadline:
-            self.armSendDeadline()
-        case .stopWaitingForWritable:
-            _ = self.deadlines.setSend(nil)
-            self.writeSource.suspend()
-        case .beginLingeringClose(let stopWaitingForWritable):
-            if stopWaitingForWritable {
-                self.perform(.stopWaitingForWritable)
-            }
-            self.beginLingeringClose()
-        case .closeNow:
-            self.closeNow()
-        }
-    }
-
-    /// Parses a pipelined request waiting in the buffer. Inside `process()` its loop picks
-    /// it up; otherwise (the answer came from another thread's hop) parse now, since nothing
-    /// else would. An answer written in place by an upstream engine leaves the next request
-    /// to the queue, so that the engine's thread only writes and its other transfers never
-    /// wait for a handler.
-    private func parseBuffered() {
-        if self.inputStart == self.input.count {
-            self.input = []
-            self.inputStart = 0
-        }
-        guard !self.processing, self.inputStart < self.input.count else { return }
-        if self.context.isHeldInPlace {
-            QueueBound(self, context: self.context).execute { $0.process() }
-        } else {
-            self.process()
-        }
-    }
-
-    /// Arms the input deadline for `timer`.
-    private func arm(_ timer: ConnectionStateMachine.Timer) {
-        let seconds: Double
-        switch timer {
-        case .header: seconds = self.settings.headerTimeout
-        case .idle, .body: seconds = self.settings.idleTimeout
-        case .none:
-            _ = self.deadlines.setInput(nil)
-            return
-        }
-        self.reschedule(self.deadlines.setInput(.now() + seconds))
-    }
-
-    /// A client that takes no byte of its answer for the idle time is dropped (nginx's
-    /// `send_timeout`): otherwise it would hold the connection, and in the proxy an upstream
-    /// transfer, for as long as it likes; it also bounds any wait for a writable event.
-    private func armSendDeadline() {
-        self.reschedule(self.deadlines.setSend(.now() + self.settings.idleTimeout))
-    }
-
-    private func reschedule(_ fire: DispatchTime?) {
-        if let fire {
-            self.timer.schedule(deadline: fire)
-        }
-    }
-
-    private func timerFired() {
-        guard !self.lifecycle.isClosed else { return }
-        let (expired, fire) = self.deadlines.fired(now: .now())
-        self.reschedule(fire)
-        switch expired {
-        case nil: break
-        case .input?: self.perform(self.lifecycle.requestDeadlinePassed())
-        case .send?: self.perform(self.lifecycle.sendDeadlinePassed())
-        case .linger?: self.perform(self.lifecycle.lingerDeadlinePassed())
-        }
-    }
-
-    // MARK: Closing
-
-    /// Sends FIN and reads what the client still sends for a short while before closing, so
-    /// that unread request bytes do not make the kernel reset the connection and destroy
-    /// the response the client has not read yet.
-    private func beginLingeringClose() {
-        shutdown(self.descriptor, Int32(SHUT_WR))
-        self.reschedule(self.deadlines.setLinger(.now() + Self.lingerSeconds))
-        self.updateReadInterest()
-    }
-
-    /// Ends the active exchange and cancels the sources; the descriptor closes once both
-    /// cancel handlers ran. A suspended source is resumed first, as Dispatch requires.
-    private func closeNow() {
-        if let exchange = self.current {
-            self.current = nil
-            exchange.connectionClosed()
-        }
-        self.timer.cancel()
-        if !self.lifecycle.isReading {
-            self.readSource.resume()
-        }
-        if !self.lifecycle.isWaitingForWritable {
-            self.writeSource.resume()
-        }
-        self.readSource.cancel()
-        self.writeSource.cancel()
-        self.input = []
-        self.output = []
-    }
-
     private func compactInput() {
         if self.inputStart == self.input.count {
             self.input.removeAll(keepingCapacity: true)
@@ -556,7 +321,8 @@ final class HTTPConnection {
         }
     }
 
-    private func updateReadInterest() {
+    /// Reads the socket or stops, as the state machine decides for the input buffered.
+    func updateReadInterest() {
         let inputBufferFull = self.input.count - self.inputStart >= Self.inputMark
         self.perform(self.lifecycle.readInterest(inputBufferFull: inputBufferFull))
     }

@@ -13,8 +13,9 @@ public enum RequestBodyEvent: Sendable, Equatable {
 /// An exchange is confined to its connection's ``context``: every method must be called
 /// holding it, and every callback runs holding it. Work on another thread hops back with
 /// ``QueueBound`` (or runs in place through it when the connection is idle). The body is
-/// pulled: nothing is read from the client until ``readBody(_:)`` is called (which is also when `100 Continue` is sent), and
-/// ``pauseBody()`` stops reading from the socket, so a slow consumer slows the client.
+/// pulled: nothing is read from the client until ``readBody(_:)`` is called (which is also
+/// when `100 Continue` is sent), and ``pauseBody()`` stops reading from the socket, so a
+/// slow consumer slows the client.
 /// Writing is pushed with back-pressure: when ``isWritable`` turns false, wait for
 /// ``onWritable``.
 public final class HTTPExchange {
