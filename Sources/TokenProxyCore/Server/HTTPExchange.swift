@@ -12,9 +12,10 @@ public enum RequestBodyEvent: Sendable, Equatable {
 ///
 /// An exchange is confined to its connection's ``context``: every method must be called
 /// holding it, and every callback runs holding it. Work on another thread hops back with
-/// ``QueueBound`` (or runs in place through it when the connection is idle). The body is pulled: nothing is read from the client
-/// until ``readBody(_:)`` is called (which is also when `100 Continue` is sent), and
-/// ``pauseBody()`` stops reading from the socket, so a slow consumer slows the client.
+/// ``QueueBound`` (or runs in place through it when the connection is idle). The body is
+/// pulled: nothing is read from the client until ``readBody(_:)`` is called (which is also
+/// when `100 Continue` is sent), and ``pauseBody()`` stops reading from the socket, so a
+/// slow consumer slows the client.
 /// Writing is pushed with back-pressure: when ``isWritable`` turns false, wait for
 /// ``onWritable``.
 public final class HTTPExchange {
@@ -39,13 +40,15 @@ public final class HTTPExchange {
     public var logFields: [String: String] = [:]
 
     private weak var connection: HTTPConnection?
-    private(set) var bodyHandler: ((RequestBodyEvent) -> Void)?
-    private(set) var bodyPaused = false
+    /// The handler's body callback; when it is called is the connection's state machine's
+    /// decision.
+    private var bodyHandler: ((RequestBodyEvent) -> Void)?
     /// Whether ``sendHead(_:)`` (or ``respond(_:)``) was called.
-    public private(set) var responseStarted = false
-    /// Whether ``finish()`` or ``abort()`` was called, or the connection ended.
+    public var responseStarted: Bool { self.responseStatus != nil }
+    /// Whether ``finish()``, ``respond(_:)`` or ``abort()`` was called, or the connection
+    /// ended: the handler's side of the exchange is over, and later calls are ignored.
     public private(set) var isComplete = false
-    /// Response status and body bytes sent, for the access log.
+    /// The response status sent (nil before the head), for the access log.
     public private(set) var responseStatus: Int?
     /// Body bytes handed to ``sendBody(_:)``.
     public private(set) var responseBodyBytes = 0
@@ -64,21 +67,19 @@ public final class HTTPExchange {
         self.assertInContext()
         guard self.bodyHandler == nil, !self.isComplete else { return }
         self.bodyHandler = handler
-        self.connection?.exchangeWantsBody(self)
+        self.connection?.exchangeReadBody(self)
     }
 
     /// Stops reading the body from the client until ``resumeBody()``.
     public func pauseBody() {
         self.assertInContext()
-        self.bodyPaused = true
+        self.connection?.exchangePauseBody(self)
     }
 
     /// Resumes reading the body.
     public func resumeBody() {
         self.assertInContext()
-        guard self.bodyPaused else { return }
-        self.bodyPaused = false
-        self.connection?.exchangeWantsBody(self)
+        self.connection?.exchangeResumeBody(self)
     }
 
     /// Whether more body bytes can be sent without growing the output buffer past its mark;
@@ -94,7 +95,6 @@ public final class HTTPExchange {
     public func sendHead(_ head: HTTPResponseHead) {
         self.assertInContext()
         guard !self.responseStarted, !self.isComplete else { return }
-        self.responseStarted = true
         self.responseStatus = head.status
         self.connection?.exchangeSendHead(self, head, closeConnection: false)
     }
@@ -133,7 +133,6 @@ public final class HTTPExchange {
     public func respond(_ response: HTTPResponse) {
         self.assertInContext()
         guard !self.responseStarted, !self.isComplete else { return }
-        self.responseStarted = true
         self.responseStatus = response.head.status
         self.responseBodyBytes = response.body.count
         self.isComplete = true
@@ -183,6 +182,8 @@ public final class HTTPExchange {
         precondition(self.context.isCurrent, "an exchange was used outside its connection's context")
     }
 
+    /// Called by the connection with body bytes or the end, when its state machine says the
+    /// reader takes them.
     func deliverBody(_ event: RequestBodyEvent) {
         self.bodyHandler?(event)
     }
