@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Paired comparison of two tokenproxy binaries (before and after a change) on the same
+# machine at the same time: both run against one local HTTPS nginx upstream, and the
+# measurements alternate between them, round after round, so that the noise of a shared
+# machine falls on both alike. Prints each round and the medians with their spread.
+#
+#   bench/compare.sh OLD_BINARY NEW_BINARY            # 5 rounds of 8 s per measurement
+#   ROUNDS=9 DURATION=10 bench/compare.sh OLD NEW
+#
+# Build a binary as the Dockerfile does, e.g. for a commit checked out in a worktree:
+#   swift build -c release --static-swift-stdlib --product tokenproxy --scratch-path /tmp/b
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ $# -ne 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
+    echo "usage: $0 OLD_BINARY NEW_BINARY" >&2
+    exit 2
+fi
+OLD=$1
+NEW=$2
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-8}
+UPSTREAM_PORT=${UPSTREAM_PORT:-18543}
+OLD_PORT=${OLD_PORT:-18181}
+NEW_PORT=${NEW_PORT:-18182}
+
+for tool in wrk openssl python3; do
+    command -v "$tool" >/dev/null || { echo "$tool is needed (apt-get install wrk openssl python3)" >&2; exit 2; }
+done
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$NGINX" ] || { echo "nginx is needed (apt-get install nginx-light)" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/tokenproxy-compare.XXXXXX)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+openssl req -x509 "${ec[@]}" -keyout "$work/ca.key" -out "$work/ca.pem" -days 2 -subj "/CN=compare CA" \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
+openssl req "${ec[@]}" -keyout "$work/server.key" -out "$work/server.csr" -subj "/CN=localhost" 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$work/server.ext"
+openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
+    -out "$work/server.pem" -days 2 -extfile "$work/server.ext" 2>/dev/null
+
+mkdir -p "$work/www" "$work/upstream"
+head -c 1024 /dev/zero | tr '\0' 'a' > "$work/www/1k"
+user=""
+[ "$(id -u)" = 0 ] && user="user root;"
+cat > "$work/upstream/nginx.conf" <<CONF
+$user
+worker_processes auto;
+events { worker_connections 4096; }
+pid $work/upstream/nginx.pid;
+error_log $work/upstream/error.log warn;
+http {
+  access_log off;
+  client_body_temp_path $work/upstream/b; proxy_temp_path $work/upstream/p; fastcgi_temp_path $work/upstream/f;
+  uwsgi_temp_path $work/upstream/u; scgi_temp_path $work/upstream/s;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$UPSTREAM_PORT ssl;
+    ssl_certificate $work/server.pem;
+    ssl_certificate_key $work/server.key;
+    root $work/www;
+  }
+}
+CONF
+"$NGINX" -p "$work/upstream" -c "$work/upstream/nginx.conf" -g 'daemon off;' & pids+=($!)
+
+for side in old new; do
+    port=$OLD_PORT binary=$OLD
+    [ "$side" = new ] && port=$NEW_PORT binary=$NEW
+    cat > "$work/$side.json" <<CONF
+{
+  "listen": "127.0.0.1:$port",
+  "token_store": "memory",
+  "limits": {"max_connections": 4096},
+  "providers": {"bench": {"grant": "static", "token": {"env": "BENCH_TOKEN"}}},
+  "routes": [{"path_prefix": "/", "upstream": "https://127.0.0.1:$UPSTREAM_PORT", "provider": "bench", "ca_file": "$work/ca.pem"}]
+}
+CONF
+    BENCH_TOKEN=bench-token "$binary" serve --config "$work/$side.json" --log-level warning & pids+=($!)
+done
+for port in "$UPSTREAM_PORT" "$OLD_PORT" "$NEW_PORT"; do
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+        sleep 0.1
+    done
+done
+for port in "$OLD_PORT" "$NEW_PORT"; do
+    curl -sf "http://127.0.0.1:$port/1k" -o /dev/null || { echo "the proxy on $port does not answer" >&2; exit 1; }
+done
+
+results="$work/results.tsv"
+: > "$results"
+measure() { # side round connections threads port
+    local output
+    output=$(wrk --latency -t "$4" -c "$3" -d "${DURATION}s" "http://127.0.0.1:$5/1k")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
+        "$(echo "$output" | awk '/Requests\/sec/ {print $2}')" \
+        "$(echo "$output" | awk '$1 == "50%" {print $2}')" \
+        "$(echo "$output" | awk '$1 == "99%" {print $2}')" >> "$results"
+}
+for round in $(seq "$ROUNDS"); do
+    # Which side goes first alternates, so neither always meets a warmer machine.
+    order=(old new)
+    [ $((round % 2)) = 0 ] && order=(new old)
+    for side in "${order[@]}"; do
+        port=$OLD_PORT
+        [ "$side" = new ] && port=$NEW_PORT
+        measure "$side" "$round" 64 2 "$port"
+        measure "$side" "$round" 1 1 "$port"
+    done
+done
+
+python3 - "$results" "$DURATION" <<'PY'
+import statistics
+import sys
+
+def seconds(text):
+    for unit, factor in (("us", 1e-6), ("ms", 1e-3), ("s", 1.0)):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * factor
+    return float("nan")
+
+rows = {}
+for line in open(sys.argv[1]):
+    side, round_, connections, rps, p50, p99 = line.rstrip("\n").split("\t")
+    rows.setdefault((side, int(connections)), []).append((float(rps), seconds(p50), seconds(p99)))
+
+def summary(values, scale, unit):
+    return f"{statistics.median(values) * scale:.{0 if unit == '' else 3}f}{unit} ({min(values) * scale:.{0 if unit == '' else 3}f}-{max(values) * scale:.{0 if unit == '' else 3}f})"
+
+print(f"{sys.argv[2]} s per measurement, {len(rows[('old', 64)])} rounds; median (min-max)")
+for connections in (64, 1):
+    print(f"c={connections}")
+    for side in ("old", "new"):
+        runs = rows[(side, connections)]
+        print(f"  {side}: req/s {summary([r[0] for r in runs], 1, '')}, p50 {summary([r[1] for r in runs], 1e3, ' ms')}, "
+              f"p99 {summary([r[2] for r in runs], 1e3, ' ms')}")
+    old, new = rows[("old", connections)], rows[("new", connections)]
+    ratios = sorted(n[0] / o[0] for o, n in zip(old, new))
+    print(f"  new/old req/s per round: {', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}")
+PY
