@@ -106,5 +106,6 @@ private struct ProviderFieldReader {
         provider.cacheSeconds = self.value("cache_seconds", Double.self)
         provider.consumerKey = self.value("consumer_key", String.self)
         provider.signatureMethod = self.value("signature_method", String.self)
+        provider.realm = self.value("realm", String.self)
     }
 }

@@ -153,6 +153,9 @@ private struct ProviderCheck {
                 "grant 'oauth1' needs token and token_secret, or request_token_url, authorize_url and access_token_url"
             )
         }
+        if let realm = provider.realm, !realm.allSatisfy({ $0.isASCII && !$0.isNewline && $0 != "\"" && $0 != "\\" }) {
+            self.add("realm", "must be printable ASCII without quotes or backslashes (it is sent as a quoted string)")
+        }
         if let method = provider.signatureMethod, OAuth1SignatureMethod(rawValue: method) == nil {
             self.add(
                 "signature_method",

@@ -110,6 +110,8 @@ public struct ProviderConfiguration: Sendable, Equatable {
     public var tokenSecret: Secret?
     /// `signature_method` (oauth1): `HMAC-SHA1` (default), `HMAC-SHA256`, `RSA-SHA1` or `PLAINTEXT`.
     public var signatureMethod: String?
+    /// `realm` (oauth1): the `realm` parameter of the `Authorization` header (RFC 5849 §3.5.1).
+    public var realm: String?
     /// `request_token_url` (oauth1 three-legged login, RFC 5849 §2.1).
     public var requestTokenURL: String?
     /// `authorize_url` (oauth1 three-legged login, RFC 5849 §2.2).

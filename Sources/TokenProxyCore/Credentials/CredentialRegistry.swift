@@ -12,6 +12,8 @@ public final class CredentialRegistry: Sendable {
         public let source: any CredentialSource
         /// How a token becomes a header.
         public let formatter: CredentialFormatter
+        /// The source itself when it makes each request's header (OAuth 1.0a signing).
+        public var requestAuthorizer: (any RequestAuthorizer)? { self.source as? any RequestAuthorizer }
         /// The configuration the entry was built from.
         public let configuration: ProviderConfiguration
 
@@ -98,6 +100,8 @@ public final class CredentialRegistry: Sendable {
                 metrics: context.metrics,
                 logger: context.logger
             )
+        case .oauth1:
+            return OAuth1CredentialSource(provider: provider)
         case .staticToken:
             if let token = provider.token {
                 return StaticCredentialSource(name: provider.name, secret: token)

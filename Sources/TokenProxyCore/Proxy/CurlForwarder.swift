@@ -103,7 +103,72 @@ public final class CurlForwarder: RouteForwarder {
             ),
             logger: logger
         )
+        if entry?.requestAuthorizer != nil, hasBody, Self.isForm(exchange.head) {
+            // A form body is signed with the request (RFC 5849 §3.4.1.3.1), so it is read
+            // whole first, within the replay buffer's bound.
+            self.readFormBody(exchange, attempt: attempt, limit: limits.replayBufferBytes) { [self] in
+                self.obtainCredentialAndStart(exchange, attempt: attempt, limits: limits)
+            }
+            return
+        }
         self.obtainCredentialAndStart(exchange, attempt: attempt, limits: limits)
+    }
+
+    /// The header for this attempt: the token formatted, or for a provider that signs each
+    /// request, its signature over the method, the URL and a form body.
+    private func header(
+        for token: AccessToken,
+        entry: CredentialRegistry.Entry,
+        exchange: HTTPExchange,
+        attempt: ForwardingAttempt
+    ) -> Result<CredentialHeader, ProxyError> {
+        if let authorizer = entry.requestAuthorizer {
+            return authorizer.authorization(method: exchange.head.method, url: attempt.url, formBody: attempt.formBody)
+        }
+        return entry.formatter.header(for: token, provider: entry.configuration.name)
+    }
+
+    /// Whether the request's body is `application/x-www-form-urlencoded` (parameters ignored).
+    private static func isForm(_ head: HTTPRequestHead) -> Bool {
+        guard let type = head.headers.first("Content-Type") else { return false }
+        let media = type.split(separator: ";", maxSplits: 1).first.map { $0.trimmingHTTPWhitespace() } ?? ""
+        return media.equalsIgnoringASCIICase("application/x-www-form-urlencoded")
+    }
+
+    /// Reads the whole body into `attempt`, then runs `then`; a body over `limit` bytes is
+    /// answered 413 `body_too_large` and the connection closes after it.
+    private func readFormBody(
+        _ exchange: HTTPExchange,
+        attempt: ForwardingAttempt,
+        limit: Int,
+        then: @escaping () -> Void
+    ) {
+        var body: [UInt8] = []
+        var refused = false
+        exchange.readBody { [weak exchange] event in
+            guard let exchange, !refused else { return }
+            switch event {
+            case .bytes(let bytes):
+                guard body.count + bytes.count <= limit else {
+                    refused = true
+                    exchange.respond(
+                        ErrorResponse.response(
+                            for: ProxyError(
+                                .bodyTooLarge,
+                                "a form body to sign is larger than limits.replay_buffer_bytes (\(limit))",
+                                route: attempt.match.route.name,
+                                provider: attempt.match.route.provider
+                            )
+                        )
+                    )
+                    return
+                }
+                body += bytes
+            case .end:
+                attempt.keepSignedBody(body)
+                then()
+            }
+        }
     }
 
     private func obtainCredentialAndStart(_ exchange: HTTPExchange, attempt: ForwardingAttempt, limits: Limits) {
@@ -122,7 +187,7 @@ public final class CurlForwarder: RouteForwarder {
                 guard !exchange.isComplete else { return }
                 let attempt = boundAttempt.value
                 switch result.flatMap({ token in
-                    entry.formatter.header(for: token, provider: entry.configuration.name).map { (token, $0) }
+                    self.header(for: token, entry: entry, exchange: exchange, attempt: attempt).map { (token, $0) }
                 }) {
                 case .success(let (token, header)):
                     attempt.token = token

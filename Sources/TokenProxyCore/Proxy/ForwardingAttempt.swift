@@ -16,6 +16,8 @@ final class ForwardingAttempt {
     private var kept: [UInt8] = []
     private var bodyComplete = false
     private var transfer: CurlTransfer?
+    /// A form body read whole before the first attempt, because the credential signs it.
+    private(set) var formBody: [UInt8]?
 
     init(
         match: Router.Match,
@@ -55,12 +57,22 @@ final class ForwardingAttempt {
         }
     }
 
+    /// Keeps a body read whole before any transfer: every attempt sends it, and a replay
+    /// needs nothing more from the client.
+    func keepSignedBody(_ body: [UInt8]) {
+        self.formBody = body
+        self.bodyComplete = true
+    }
+
     /// A new transfer takes over. The first one starts reading the client's body (nothing is
     /// read while the credential is being obtained); a replay gets the kept body at once.
     func attach(_ transfer: CurlTransfer, exchange: HTTPExchange) {
         let replaying = self.transfer != nil
         self.transfer = transfer
-        if replaying {
+        if let formBody = self.formBody {
+            _ = transfer.appendBody(formBody)
+            transfer.endBody()
+        } else if replaying {
             _ = transfer.appendBody(self.kept)
             self.kept = []
             if self.bodyComplete {

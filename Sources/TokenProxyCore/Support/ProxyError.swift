@@ -26,6 +26,7 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible, E
         case shuttingDown = "shutting_down"
         case tooManyConnections = "too_many_connections"
         case upstreamTimeout = "upstream_timeout"
+        case bodyTooLarge = "body_too_large"
     }
 
     /// What went wrong, as a stable code.
@@ -82,6 +83,9 @@ extension ErrorCode where Family == ProxyError {
     public static let tooManyConnections = Self(.tooManyConnections)
     /// 504: the upstream did not answer within its timeout.
     public static let upstreamTimeout = Self(.upstreamTimeout)
+    /// 413: a body the proxy must hold whole (a form body an OAuth 1 provider signs) is larger
+    /// than `limits.replay_buffer_bytes`.
+    public static let bodyTooLarge = Self(.bodyTooLarge)
 
     /// The HTTP status this code is answered with: the one place that mapping lives.
     public var status: Int {
@@ -98,6 +102,7 @@ extension ErrorCode where Family == ProxyError {
         case .tokenUnavailable, .upstreamUnreachable: return 502
         case .shuttingDown, .tooManyConnections: return 503
         case .upstreamTimeout: return 504
+        case .bodyTooLarge: return 413
         }
     }
 
@@ -106,7 +111,7 @@ extension ErrorCode where Family == ProxyError {
     public var closesConnection: Bool {
         switch self.base {
         case .badRequest, .requestTimeout, .uriTooLong, .headersTooLarge, .versionNotSupported,
-            .tooManyConnections, .shuttingDown:
+            .tooManyConnections, .shuttingDown, .bodyTooLarge:
             return true
         default:
             return false

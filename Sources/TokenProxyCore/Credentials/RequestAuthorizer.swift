@@ -1,0 +1,9 @@
+/// A provider whose credential depends on the request it goes with (OAuth 1.0a signs the
+/// method, URL and form parameters of each request): the forwarder asks it for the header
+/// instead of formatting a token.
+public protocol RequestAuthorizer: Sendable {
+    /// The credential header for `method` on the upstream `url`, with `formBody` the
+    /// `application/x-www-form-urlencoded` body when the request has one (nil otherwise).
+    /// Called for every attempt, so a replay gets a fresh header.
+    func authorization(method: String, url: String, formBody: [UInt8]?) -> Result<CredentialHeader, ProxyError>
+}
