@@ -6,4 +6,14 @@ public protocol RequestAuthorizer: Sendable {
     /// `application/x-www-form-urlencoded` body when the request has one (nil otherwise).
     /// Called for every attempt, so a replay gets a fresh header.
     func authorization(method: String, url: String, formBody: [UInt8]?) -> Result<CredentialHeader, ProxyError>
+
+    /// The error the client gets instead of the upstream's 401 `head` when it says the
+    /// credential itself is refused, so that neither a replay nor the answer helps; nil to
+    /// handle the 401 as any other.
+    func refusal(of head: HTTPResponseHead) -> ProxyError?
+}
+
+extension RequestAuthorizer {
+    /// By default a 401 is handled as any other.
+    public func refusal(of head: HTTPResponseHead) -> ProxyError? { nil }
 }

@@ -251,6 +251,11 @@ public final class CurlForwarder: RouteForwarder {
         let sink = ExchangeSink(
             exchange: bound,
             interceptUnauthorized: { weakAttempt.value.object?.replayOnUnauthorized() ?? false },
+            refuseUnauthorized: { [authorizer = attempt.entry?.requestAuthorizer, route] head in
+                guard var error = authorizer?.refusal(of: head) else { return nil }
+                error.route = route.name
+                return error
+            },
             onSwallowedResponseEnd: { [self] in
                 // Runs in the exchange's context once the refused answer was drained.
                 bound.execute { exchange in

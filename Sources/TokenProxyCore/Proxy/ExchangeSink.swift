@@ -7,6 +7,10 @@ struct ExchangeSink: CurlResponseSink {
     /// Asked in the exchange's context when the response head is a 401: true means the answer
     /// is dropped (not relayed) so the request can be replayed.
     let interceptUnauthorized: @Sendable () -> Bool
+    /// Asked in the exchange's context, before a replay is considered, when the response
+    /// head is a 401: an error means the answer is dropped and the client gets that error
+    /// instead (a provider that says the credential itself is refused).
+    let refuseUnauthorized: @Sendable (HTTPResponseHead) -> ProxyError?
     /// Called once a dropped answer has ended.
     let onSwallowedResponseEnd: @Sendable () -> Void
     /// Called in the exchange's context when the transfer ended.
@@ -17,11 +21,13 @@ struct ExchangeSink: CurlResponseSink {
     init(
         exchange: QueueBound<HTTPExchange>,
         interceptUnauthorized: @escaping @Sendable () -> Bool = { false },
+        refuseUnauthorized: @escaping @Sendable (HTTPResponseHead) -> ProxyError? = { _ in nil },
         onSwallowedResponseEnd: @escaping @Sendable () -> Void = {},
         onComplete: @escaping @Sendable (CurlTransferOutcome) -> Void
     ) {
         self.exchange = exchange
         self.interceptUnauthorized = interceptUnauthorized
+        self.refuseUnauthorized = refuseUnauthorized
         self.onSwallowedResponseEnd = onSwallowedResponseEnd
         self.onComplete = onComplete
     }
@@ -30,13 +36,26 @@ struct ExchangeSink: CurlResponseSink {
         let onComplete = self.onComplete
         let state = self.state
         let intercept = self.interceptUnauthorized
+        let refuse = self.refuseUnauthorized
         let swallowedEnd = self.onSwallowedResponseEnd
         self.run { exchange in
-            if state.swallowing || (delivery.head?.status == 401 && intercept()) {
-                state.swallowing = true
+            if !state.swallowing, let head = delivery.head, head.status == 401 {
+                if let error = refuse(head) {
+                    state.refusal = error
+                    state.swallowing = true
+                } else if intercept() {
+                    state.swallowing = true
+                }
+            }
+            if state.swallowing {
                 transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
                 if delivery.end != nil {
-                    swallowedEnd()
+                    if let refusal = state.refusal {
+                        exchange.respond(ErrorResponse.response(for: refusal))
+                        onComplete(.failed(refusal))
+                    } else {
+                        swallowedEnd()
+                    }
                 }
                 return
             }
@@ -97,6 +116,8 @@ struct ExchangeSink: CurlResponseSink {
 /// The state the copies of a sink share. `@unchecked Sendable`: `swallowing` is only read
 /// and written in the exchange's context, whose gate serializes access.
 final class SinkState: @unchecked Sendable {
+    /// The error answered instead of a refused 401, once one was.
+    var refusal: ProxyError?
     /// Whether this transfer's answer is being dropped.
     var swallowing = false
     /// The order of this transfer's deliveries and resumes.

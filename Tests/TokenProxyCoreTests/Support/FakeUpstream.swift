@@ -117,6 +117,12 @@ final class FakeUpstream: HTTPExchangeHandler, @unchecked Sendable {
                 headers.add(name: "X-Body-SHA256", value: digest)
                 exchange.respond(HTTPResponse(status: 200, headers: headers, body: Array("protected ok\n".utf8)))
             }
+        case "oauth-problem":
+            // An OAuth 1 provider's refusal, with the problem named in the challenge and body.
+            let problem = parts.count > 1 ? parts[1] : "signature_invalid"
+            var headers = HTTPHeaders()
+            headers.add(name: "WWW-Authenticate", value: #"OAuth realm="fake", oauth_problem="\#(problem)""#)
+            exchange.respond(HTTPResponse(status: 401, headers: headers, body: Array("oauth_problem=\(problem)".utf8)))
         case "close":
             exchange.respond(HTTPResponse(status: 200, body: Array("closing\n".utf8), closeConnection: true))
         case "silent":

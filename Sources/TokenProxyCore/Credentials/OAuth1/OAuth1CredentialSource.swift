@@ -43,6 +43,21 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
         }
     }
 
+    /// A 401 whose `WWW-Authenticate` names an `oauth_problem` about the token itself
+    /// (`token_rejected`, `token_revoked`, `token_expired`, `token_used`; the OAuth Problem
+    /// Reporting extension) becomes 401 `login_required` naming the problem: re-signing
+    /// cannot help, a new token is needed.
+    func refusal(of head: HTTPResponseHead) -> ProxyError? {
+        guard let problem = OAuth1Problem.named(in: head.headers.values("WWW-Authenticate")),
+            OAuth1Problem.tokenProblems.contains(problem)
+        else { return nil }
+        return ProxyError(
+            .loginRequired,
+            "the provider refused the access token (oauth_problem=\(problem)); configure a new token and token_secret",
+            provider: self.provider.name
+        )
+    }
+
     /// The signing credentials as configured now.
     func credentials() -> Result<OAuth1Signer.Credentials, ProxyError> {
         let name = self.provider.name
