@@ -1,0 +1,82 @@
+import Crypto
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+@testable import TokenProxyCore
+
+struct UpstreamResponseParserTests {
+    private let match = Router.Match(
+        route: TestProxy.configuration(
+            #"{"providers": {}, "routes": [{"path_prefix": "/gh", "upstream": "https://api.example.com/v3"}]}"#
+        ).routes[0],
+        upstreamPath: "/x"
+    )
+
+    private var base: UpstreamURL.Base {
+        get throws { try UpstreamURL.parseBase("https://api.example.com/v3") }
+    }
+
+    private func parse(_ lines: [String], head: Bool = false) throws -> HTTPResponseHead {
+        var parser = UpstreamResponseParser()
+        for line in lines {
+            _ = parser.line(line + "\r\n")
+        }
+        #expect(parser.line("\r\n") == .complete)
+        let match = self.match
+        let base = try self.base
+        return parser.head(requestIsHead: head) { LocationRewrite.rewrite($0, match: match, base: base) }
+    }
+
+    @Test func hopByHopFieldsAndThoseConnectionNamesAreDropped() throws {
+        let head = try self.parse([
+            "HTTP/1.1 200 OK", "Connection: keep-alive, X-Private", "X-Private: 1", "Keep-Alive: timeout=5",
+            "Transfer-Encoding: chunked", "Upgrade: h2c", "Proxy-Authenticate: Basic", "Trailer: X-T", "X-Kept: yes",
+        ])
+        #expect(head.headers.map(\.name) == ["X-Kept"])
+        #expect(head.contentLength == nil)
+    }
+
+    @Test func interimResponsesAreSkipped() {
+        var parser = UpstreamResponseParser()
+        #expect(parser.line("HTTP/1.1 100 Continue\r\n") == .pending)
+        #expect(parser.line("\r\n") == .interim)
+        #expect(parser.line("HTTP/1.1 201 Created\r\n") == .pending)
+        #expect(parser.line("Content-Length: 3\r\n") == .pending)
+        #expect(parser.line("\r\n") == .complete)
+    }
+
+    @Test func aReasonPhraseWithAControlCharacterIsReplaced() throws {
+        let head = try self.parse(["HTTP/1.1 200 OK\rSet-Cookie: injected=1", "X-Kept: yes"])
+        #expect(head.reason == nil)
+        var encoder = ResponseEncoder()
+        var keepAlive = true
+        let bytes = encoder.encodeHead(head, requestVersion: .http1_1, requestIsHead: false, keepAlive: &keepAlive)
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK\r\nX-Kept: yes\r\n"))
+        #expect(!String(decoding: bytes, as: UTF8.self).contains("injected"))
+        #expect(try self.parse(["HTTP/1.1 299 Fine Enough"]).reason == "Fine Enough")
+    }
+
+    @Test func http2StatusLinesAndLengthsAreRead() throws {
+        let head = try self.parse(["HTTP/2 404", "content-length: 12", "content-type: text/plain"])
+        #expect(head.status == 404)
+        #expect(head.contentLength == 12)
+        #expect(head.headers.first("content-type") == "text/plain")
+    }
+
+    @Test(arguments: [
+        ("https://api.example.com/v3/next?p=2", "/gh/next?p=2"),
+        ("https://API.example.com:443/v3", "/gh"),
+        ("https://api.example.com/v3#frag", "/gh#frag"),
+        ("https://api.example.com/other", "https://api.example.com/other"),
+        ("https://api.example.com/v30/x", "https://api.example.com/v30/x"),
+        ("https://evil.example/v3/x", "https://evil.example/v3/x"),
+        ("http://api.example.com/v3/x", "http://api.example.com/v3/x"),
+        ("https://api.example.com:8443/v3/x", "https://api.example.com:8443/v3/x"),
+        ("/relative/path", "/relative/path"),
+    ])
+    func locationsOnTheUpstreamOriginAreRewritten(location: String, expected: String) throws {
+        #expect(LocationRewrite.rewrite(location, match: self.match, base: try self.base) == expected)
+    }
+}
