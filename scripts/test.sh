@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what the build and the tests need on a Debian machine with the
 # Swift toolchain (system packages through apt, Python packages into the project's own
-# virtual environment `.venv`), then builds and runs the whole test suite, then gives each
-# fuzz target a short run when FUZZ_SECONDS is above zero (CI sets it).
+# virtual environment `.venv`), checks the layers, builds and runs the whole test suite,
+# checks the deploy artifacts (scripts/check-deploy.sh), then gives each fuzz target a short
+# run when FUZZ_SECONDS is above zero (CI sets it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,9 @@ swift --version
 python3 scripts/check-layers.py
 swift build
 swift test
+
+# The deploy artifacts, each checked by the tool its users trust (deploy/README.md).
+TOKENPROXY_BIN=.build/debug/tokenproxy scripts/check-deploy.sh
 
 if [ "${FUZZ_SECONDS:-0}" -gt 0 ] && [ -x fuzz/run.sh ]; then
     fuzz/run.sh all "$FUZZ_SECONDS"
