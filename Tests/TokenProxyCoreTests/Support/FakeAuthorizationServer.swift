@@ -107,7 +107,9 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
                     )
                 }
                 var headers = HTTPHeaders()
-                headers.add(name: "Content-Type", value: "application/json")
+                if !answer.headers.contains(where: { $0.0.lowercased() == "content-type" }) {
+                    headers.add(name: "Content-Type", value: "application/json")
+                }
                 for (name, value) in answer.headers {
                     headers.add(name: name, value: value)
                 }

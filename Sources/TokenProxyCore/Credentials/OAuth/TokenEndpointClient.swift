@@ -162,7 +162,11 @@ struct TokenEndpointClient: Sendable {
                 retryAfter = nil
                 failure = Failure(error: self.error(transport.message))
             case .success(let response):
-                switch TokenResponseParser.parse(status: response.status, body: response.body) {
+                switch TokenResponseParser.parse(
+                    status: response.status,
+                    body: response.body,
+                    contentType: response.headers.first("Content-Type")
+                ) {
                 case .success(let token):
                     completion(.success(Issued(response: token, sentAt: sentAt)))
                     return
