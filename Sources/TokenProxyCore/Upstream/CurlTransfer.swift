@@ -29,20 +29,12 @@ public final class CurlTransfer: @unchecked Sendable {
         var firstByteTimeout: Double
     }
 
+    /// What the client's side and the engine share, behind `shared`'s mutex: the request
+    /// body not yet handed to libcurl, and the flow control of both directions.
     private struct Shared {
-        var body: [UInt8] = []
-        var bodyStart = 0
-        var bodyEnded = false
-        var readPaused = false
-        var clientPaused = false
-        var outPending = 0
-        var outBlocked = false
-        var writePaused = false
+        var body = ByteQueue(compactionThreshold: TransferFlowControl.bodyHighMark)
+        var flow = TransferFlowControl()
     }
-
-    private static let bodyHighMark = 256 * 1024
-    private static let bodyLowMark = 64 * 1024
-    private static let outPendingLimit = 512 * 1024
 
     let request: UpstreamRequest
     let options: Options
@@ -95,14 +87,7 @@ public final class CurlTransfer: @unchecked Sendable {
     func appendBody(_ bytes: [UInt8]) -> Bool {
         let (resume, pauseProducer) = self.shared.withLock { shared -> (Bool, Bool) in
             shared.body.append(contentsOf: bytes)
-            let resume = shared.readPaused
-            shared.readPaused = false
-            let pending = shared.body.count - shared.bodyStart
-            let pause = pending >= Self.bodyHighMark && !shared.clientPaused
-            if pause {
-                shared.clientPaused = true
-            }
-            return (resume, pause)
+            return shared.flow.bodyAppended(bytes.count)
         }
         if resume {
             self.engine?.resume(self)
@@ -112,11 +97,7 @@ public final class CurlTransfer: @unchecked Sendable {
 
     /// Marks the request body complete.
     func endBody() {
-        let resume = self.shared.withLock { shared -> Bool in
-            shared.bodyEnded = true
-            defer { shared.readPaused = false }
-            return shared.readPaused
-        }
+        let resume = self.shared.withLock { $0.flow.bodyEnded() }
         if resume {
             self.engine?.resume(self)
         }
@@ -347,20 +328,13 @@ public final class CurlTransfer: @unchecked Sendable {
     /// delivery that finds the consumer writable: a block an earlier delivery reported ends
     /// then too, since the consumer may have drained without another writable event.
     func bodyDelivered(_ bytes: Int, consumerWritable: Bool) {
-        let resume = self.shared.withLock { shared -> Bool in
-            shared.outPending -= bytes
-            shared.outBlocked = !consumerWritable
-            return consumerWritable && self.takeWritePause(&shared)
-        }
+        let resume = self.shared.withLock { $0.flow.responseDelivered(bytes, consumerWritable: consumerWritable) }
         if resume { self.engine?.resume(self) }
     }
 
     /// The sink's consumer drained; a paused transfer continues.
     func consumerBecameWritable() {
-        let resume = self.shared.withLock { shared -> Bool in
-            shared.outBlocked = false
-            return self.takeWritePause(&shared)
-        }
+        let resume = self.shared.withLock { $0.flow.consumerBecameWritable() }
         if resume { self.engine?.resume(self) }
     }
 
@@ -368,32 +342,15 @@ public final class CurlTransfer: @unchecked Sendable {
 
     fileprivate func readRequestBody(into target: UnsafeMutableRawBufferPointer) -> Int {
         let (count, resumeClient, ended) = self.shared.withLock { shared -> (Int, Bool, Bool) in
-            let available = shared.body.count - shared.bodyStart
-            if available == 0 {
-                if shared.bodyEnded { return (0, false, true) }
-                shared.readPaused = true
+            switch shared.flow.readRequested() {
+            case .end:
+                return (0, false, true)
+            case .pause:
                 return (-1, false, false)
+            case .copy:
+                let count = shared.body.read(into: target)
+                return (count, shared.flow.bodyConsumed(count), false)
             }
-            let count = min(available, target.count)
-            shared.body.withUnsafeBytes { source in
-                target.copyMemory(
-                    from: UnsafeRawBufferPointer(rebasing: source[shared.bodyStart..<shared.bodyStart + count])
-                )
-            }
-            shared.bodyStart += count
-            if shared.bodyStart == shared.body.count {
-                shared.body.removeAll(keepingCapacity: true)
-                shared.bodyStart = 0
-            } else if shared.bodyStart > Self.bodyHighMark {
-                shared.body.removeFirst(shared.bodyStart)
-                shared.bodyStart = 0
-            }
-            var resume = false
-            if shared.clientPaused, shared.body.count - shared.bodyStart <= Self.bodyLowMark {
-                shared.clientPaused = false
-                resume = true
-            }
-            return (count, resume, false)
         }
         if resumeClient {
             self.sink.resumeRequestBody()
@@ -433,25 +390,12 @@ public final class CurlTransfer: @unchecked Sendable {
     /// Takes body bytes from libcurl's write callback: their count, or libcurl's pause value
     /// when the client has too much in flight or cannot take more. Internal for tests.
     func receivedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        let accepted = self.shared.withLock { shared -> Bool in
-            if shared.outBlocked || shared.outPending >= Self.outPendingLimit {
-                shared.writePaused = true
-                return false
-            }
-            shared.outPending += bytes.count
-            return true
-        }
+        let accepted = self.shared.withLock { $0.flow.responseArrived(bytes.count) }
         guard accepted else { return tp_writefunc_pause() }
         self.outbox.body.append([UInt8](bytes))
         self.outbox.bodyBytes += bytes.count
         self.queueOutbox()
         return bytes.count
-    }
-
-    private func takeWritePause(_ shared: inout Shared) -> Bool {
-        guard shared.writePaused, !shared.outBlocked, shared.outPending < Self.outPendingLimit else { return false }
-        shared.writePaused = false
-        return true
     }
 }
 
