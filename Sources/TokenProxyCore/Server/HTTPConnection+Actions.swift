@@ -26,7 +26,6 @@ extension HTTPConnection {
             self.parseBuffered()
         case .discardInput:
             self.input.removeAll(keepingCapacity: true)
-            self.inputStart = 0
         case .sendContinue:
             self.enqueue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
             self.process()
@@ -42,7 +41,7 @@ extension HTTPConnection {
         case .closeAfterFlush:
             // A flush under way (or the batch's) ends in `outputDrained`; with nothing
             // queued, the output has drained already.
-            if self.outputStart == self.output.count {
+            if self.output.isEmpty {
                 self.perform(self.lifecycle.outputDrained())
             }
         case .flushAndClose:
@@ -76,11 +75,10 @@ extension HTTPConnection {
     /// to the queue, so that the engine's thread only writes and its other transfers never
     /// wait for a handler.
     private func parseBuffered() {
-        if self.inputStart == self.input.count {
-            self.input = []
-            self.inputStart = 0
+        if self.input.isEmpty {
+            self.input.removeAll()
         }
-        guard !self.processing, self.inputStart < self.input.count else { return }
+        guard !self.processing, !self.input.isEmpty else { return }
         if self.context.isHeldInPlace {
             QueueBound(self, context: self.context).execute { $0.process() }
         } else {
@@ -154,7 +152,7 @@ extension HTTPConnection {
         }
         self.readSource.cancel()
         self.writeSource.cancel()
-        self.input = []
-        self.output = []
+        self.input.removeAll()
+        self.output.removeAll()
     }
 }

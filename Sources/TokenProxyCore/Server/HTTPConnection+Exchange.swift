@@ -20,7 +20,7 @@ extension HTTPConnection {
 
     /// Whether the output buffer is below its high mark.
     var isWritable: Bool {
-        self.output.count - self.outputStart < self.settings.outputHighMark
+        self.output.count < self.settings.outputHighMark
     }
 
     /// Queues the response head, with the framing and keep-alive the state machine and the
@@ -46,7 +46,7 @@ extension HTTPConnection {
     /// next read would otherwise take them for a response of its own).
     func exchangeSendBody(_ exchange: HTTPExchange, _ bytes: some Collection<UInt8>) {
         guard exchange === self.current else { return }
-        if self.encoder.encodeBody(bytes, into: &self.output) == .exceedsLength {
+        if self.output.appending({ self.encoder.encodeBody(bytes, into: &$0) }) == .exceedsLength {
             exchange.abort()
             return
         }
@@ -63,7 +63,7 @@ extension HTTPConnection {
             self.exchangeAbort(exchange)
             return false
         }
-        self.encoder.encodeEnd(into: &self.output)
+        self.output.appending { self.encoder.encodeEnd(into: &$0) }
         self.current = nil
         let action = self.lifecycle.responseFinished()
         self.flush()

@@ -50,14 +50,11 @@ final class HTTPConnection {
     var encoder = ResponseEncoder()
     /// The instants of the deadlines the state machine armed.
     var deadlines = ConnectionDeadlines()
-    /// Bytes read and not yet consumed, from `inputStart` on.
-    var input: [UInt8] = []
-    /// Where the unconsumed input starts.
-    var inputStart = 0
-    /// Bytes queued for the client, from `outputStart` on.
-    var output: [UInt8] = []
-    /// Where the unwritten output starts.
-    var outputStart = 0
+    /// Bytes read and not yet consumed; consumed bytes are dropped past ``inputMark``.
+    var input = ByteQueue(compactionThreshold: HTTPConnection.inputMark)
+    /// Bytes queued for the client and not yet written; written bytes are dropped when the
+    /// output drains (not before, so a slow client costs no copying).
+    var output = ByteQueue(compactionThreshold: .max)
     /// The active exchange's object, while the state machine has one.
     var current: HTTPExchange?
     /// While true, writes are queued and flushed once at the end of the batch (a call-stack
@@ -151,7 +148,7 @@ final class HTTPConnection {
         guard !self.lifecycle.isClosed else { return }
         self.processing = true
         defer { self.processing = false }
-        parsing: while !self.lifecycle.isClosed, self.inputStart < self.input.count || self.parser.isAtEndOfMessage {
+        parsing: while !self.lifecycle.isClosed, !self.input.isEmpty || self.parser.isAtEndOfMessage {
             switch self.lifecycle.expectedInput {
             case .head:
                 guard self.parseHead() else { break parsing }
@@ -161,7 +158,6 @@ final class HTTPConnection {
                 break parsing
             }
         }
-        self.compactInput()
         self.updateReadInterest()
     }
 
@@ -187,12 +183,11 @@ final class HTTPConnection {
 
     /// Parses body bytes for the current exchange; returns whether to keep going.
     private func parseBody(_ exchange: HTTPExchange) -> Bool {
-        let start = self.inputStart
-        switch self.parseStep() {
+        var bytes: [UInt8] = []
+        switch self.parseStep(copyingBodyInto: &bytes) {
         case .needMoreData, .head:
             return false
-        case .body(let range):
-            let bytes = Array(self.input[(start + range.lowerBound)..<(start + range.upperBound)])
+        case .body:
             exchange.deliverBody(.bytes(bytes))
             return true
         case .end:
@@ -204,13 +199,24 @@ final class HTTPConnection {
         }
     }
 
-    private func parseStep() -> HTTPRequestParser.Outcome {
-        let start = self.inputStart
-        let result = self.input.withUnsafeBufferPointer { buffer in
-            self.parser.next(UnsafeBufferPointer(rebasing: buffer[start...]))
+    /// One step of the parser over the unread input; a body range is copied into `body`
+    /// before the bytes are consumed.
+    private func parseStep(copyingBodyInto body: inout [UInt8]) -> HTTPRequestParser.Outcome {
+        let result = self.input.withUnsafeReadableBytes { raw in
+            let buffer = raw.assumingMemoryBound(to: UInt8.self)
+            let result = self.parser.next(buffer)
+            if case .body(let range) = result.outcome {
+                body = Array(buffer[range])
+            }
+            return result
         }
-        self.inputStart += result.consumed
+        self.input.consume(result.consumed)
         return result.outcome
+    }
+
+    private func parseStep() -> HTTPRequestParser.Outcome {
+        var unused: [UInt8] = []
+        return self.parseStep(copyingBodyInto: &unused)
     }
 
     private func startExchange(_ head: HTTPRequestHead) {
@@ -272,14 +278,12 @@ final class HTTPConnection {
     /// Writes queued output until it drains or the socket would block, outside a batch.
     func flush() {
         guard !self.lifecycle.isClosed, !self.batching else { return }
-        while self.outputStart < self.output.count {
-            let start = self.outputStart
+        while !self.output.isEmpty {
             let result: IOResult<Int>
             do {
-                result = try self.output.withUnsafeBytes { buffer throws(SystemError) in
-                    let base = buffer.baseAddress.map { $0 + start }
-                    return try syscall("write") {
-                        Glibc.send(self.descriptor, base, buffer.count - start, Int32(MSG_NOSIGNAL))
+                result = try self.output.withUnsafeReadableBytes { buffer throws(SystemError) in
+                    try syscall("write") {
+                        Glibc.send(self.descriptor, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
                     }
                 }
             } catch {
@@ -291,11 +295,10 @@ final class HTTPConnection {
                 self.updateReadInterest()
                 return
             }
-            self.outputStart += written
+            self.output.consume(written)
             self.perform(self.lifecycle.bytesWritten())
         }
         self.output.removeAll(keepingCapacity: self.output.capacity <= self.settings.outputHighMark)
-        self.outputStart = 0
         self.perform(self.lifecycle.outputDrained())
     }
 
@@ -303,7 +306,7 @@ final class HTTPConnection {
         let wasWritable = self.isWritable
         self.flush()
         guard !self.lifecycle.isClosed else { return }
-        if self.output.count - self.outputStart <= self.settings.outputHighMark / 4, let exchange = self.current {
+        if self.output.count <= self.settings.outputHighMark / 4, let exchange = self.current {
             if !wasWritable || exchange.onWritable != nil {
                 exchange.onWritable?()
             }
@@ -311,19 +314,9 @@ final class HTTPConnection {
         self.updateReadInterest()
     }
 
-    private func compactInput() {
-        if self.inputStart == self.input.count {
-            self.input.removeAll(keepingCapacity: true)
-            self.inputStart = 0
-        } else if self.inputStart > Self.inputMark {
-            self.input.removeFirst(self.inputStart)
-            self.inputStart = 0
-        }
-    }
-
     /// Reads the socket or stops, as the state machine decides for the input buffered.
     func updateReadInterest() {
-        let inputBufferFull = self.input.count - self.inputStart >= Self.inputMark
+        let inputBufferFull = self.input.count >= Self.inputMark
         self.perform(self.lifecycle.readInterest(inputBufferFull: inputBufferFull))
     }
 }

@@ -28,6 +28,12 @@ struct ByteQueue {
         self.storage.append(contentsOf: bytes)
     }
 
+    /// Lets `body` append to the back in place (an encoder writing its framing around the
+    /// bytes); it must not remove anything.
+    mutating func appending<Result>(_ body: (inout [UInt8]) throws -> Result) rethrows -> Result {
+        try body(&self.storage)
+    }
+
     /// Calls `body` with the unread bytes, in order.
     func withUnsafeReadableBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         try self.storage.withUnsafeBytes { raw in
