@@ -4,21 +4,9 @@ import Foundation
 /// requests carry, and what `client_secret_basic` encodes the id and secret with first
 /// (RFC 6749 §2.3.1).
 enum FormEncoding {
+    /// `value` form-encoded: a space as `+`, every byte but `A-Z a-z 0-9 * - . _` as `%XX`.
     static func encode(_ value: String) -> String {
-        var output = ""
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "*"), UInt8(ascii: "-"), UInt8(ascii: "."),
-                UInt8(ascii: "_"):
-                output.unicodeScalars.append(Unicode.Scalar(byte))
-            case UInt8(ascii: " "):
-                output += "+"
-            default:
-                output += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-            }
-        }
-        return output
+        PercentEncoding.encode(value, keeping: .form, spaceAsPlus: true)
     }
 
     static func encode(_ pairs: [(String, String)]) -> String {
@@ -35,11 +23,5 @@ enum FormEncoding {
             guard let name = parts[0], let value = parts.count > 1 ? parts[1] : "" else { return nil }
             return (name, value)
         }
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        String(repeating: "0", count: max(0, width - self.count)) + self
     }
 }

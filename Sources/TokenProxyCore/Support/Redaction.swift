@@ -76,18 +76,6 @@ enum Redaction {
 
     /// Every byte but the unreserved ones (RFC 3986 §2.3) as `%XX`.
     private static func percentEncoded(_ text: String, uppercase: Bool) -> String {
-        var output = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                output.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = String(byte, radix: 16, uppercase: uppercase)
-                output += "%" + (hex.count == 1 ? "0" + hex : hex)
-            }
-        }
-        return output
+        PercentEncoding.encode(text, keeping: .unreserved, uppercase: uppercase)
     }
 }

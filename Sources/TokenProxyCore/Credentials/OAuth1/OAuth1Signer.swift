@@ -189,19 +189,7 @@ struct OAuth1Signer: Sendable {
     /// §3.6: every byte of the UTF-8 form except the unreserved characters
     /// (`A-Z a-z 0-9 - . _ ~`) as `%XX` with upper-case hex.
     static func encode(_ value: String) -> String {
-        var output = ""
-        output.reserveCapacity(value.utf8.count)
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                output.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                output += String(format: "%%%02X", byte)
-            }
-        }
-        return output
+        PercentEncoding.encode(value, keeping: .unreserved)
     }
 
     /// A fresh nonce: 16 random bytes as hex, from the system's secure generator.
