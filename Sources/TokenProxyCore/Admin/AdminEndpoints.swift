@@ -5,7 +5,7 @@ import Foundation
 /// Served under the admin path prefix on the proxy's listener, or at the root of a separate
 /// admin listener. `status` never contains a secret: it lists names, grants and upstreams;
 /// `readyz` reports error codes and the messages a client would get.
-public struct AdminEndpoints: Sendable {
+package struct AdminEndpoints: Sendable {
     /// The endpoint names, as the last path segment.
     enum Endpoint: String, CaseIterable {
         case healthz
@@ -22,7 +22,7 @@ public struct AdminEndpoints: Sendable {
 
     /// Creates the endpoints over a configuration snapshot. `credentials` answers `readyz`
     /// (without it, every provider is reported unavailable); `metrics` answers `metrics`.
-    public init(
+    package init(
         configuration: ProxyConfiguration,
         startedAt: Date,
         openConnections: @escaping @Sendable () -> Int,
@@ -44,7 +44,7 @@ public struct AdminEndpoints: Sendable {
 
     /// Answers the endpoint `name` (or a `no_route` error) through `completion`, at once for
     /// every endpoint but `readyz`, which may wait for token requests (a few seconds at most).
-    public func respond(
+    package func respond(
         to name: String,
         method: String,
         completion: @escaping @Sendable (HTTPResponse) -> Void

@@ -3,20 +3,20 @@ import Logging
 
 /// The running proxy: its listeners (proxy and optional admin), the request handler and
 /// the forwarder, started from one configuration and reloadable in place.
-public final class ProxyService: Sendable {
+package final class ProxyService: Sendable {
     /// The configuration the service started with (listen addresses are fixed at start).
-    public let configuration: ProxyConfiguration
+    package let configuration: ProxyConfiguration
     private let server: HTTPServer
     private let adminServer: HTTPServer?
     private let handler: ProxyHandler
     private let forwarder: any RouteForwarder
     private let logger: Logger
     /// What the `metrics` endpoint exposes.
-    public let metrics: ProxyMetrics
+    package let metrics: ProxyMetrics
 
     /// Creates the service; ``start()`` binds its listeners. Exchanges are counted in `metrics`
     /// (pass the forwarder's, so that token requests are counted in the same place).
-    public init(
+    package init(
         configuration: ProxyConfiguration,
         forwarder: any RouteForwarder,
         logger: Logger,
@@ -66,15 +66,15 @@ public final class ProxyService: Sendable {
     }
 
     /// The bound addresses: the proxy listener, then the admin listener when configured.
-    public struct BoundAddresses: Sendable {
+    package struct BoundAddresses: Sendable {
         /// Where the proxy listens (with the real port when 0 was configured).
-        public var proxy: ListenAddress
+        package var proxy: ListenAddress
         /// Where the admin endpoints listen, when separate.
-        public var admin: ListenAddress?
+        package var admin: ListenAddress?
     }
 
     /// Binds the listeners and starts serving.
-    public func start() throws(SystemError) -> BoundAddresses {
+    package func start() throws(SystemError) -> BoundAddresses {
         let proxy = try self.server.bind(self.configuration.listen)
         var admin: ListenAddress?
         if let adminServer = self.adminServer, case .listener(let address) = self.configuration.admin {
@@ -90,14 +90,14 @@ public final class ProxyService: Sendable {
     }
 
     /// The number of open client connections on every listener.
-    public var openConnections: Int {
+    package var openConnections: Int {
         self.server.openConnections + (self.adminServer?.openConnections ?? 0)
     }
 
     /// Applies a new configuration to requests that start from now on. Listen addresses,
     /// limits and the token store are fixed at start; a change to them is logged and needs
     /// a restart.
-    public func reload(_ configuration: ProxyConfiguration) {
+    package func reload(_ configuration: ProxyConfiguration) {
         if configuration.listen != self.configuration.listen || configuration.admin != self.configuration.admin
             || configuration.limits != self.configuration.limits
             || configuration.tokenStore != self.configuration.tokenStore
@@ -110,7 +110,7 @@ public final class ProxyService: Sendable {
 
     /// Stops accepting and finishes in-flight exchanges; calls `completion` with `true` once
     /// every connection closed, or with `false` when `timeout` seconds passed first.
-    public func drain(timeout: Double, completion: @escaping @Sendable (Bool) -> Void) {
+    package func drain(timeout: Double, completion: @escaping @Sendable (Bool) -> Void) {
         let once = OnceFlag()
         let group = DispatchGroup()
         for server in [self.server] + (self.adminServer.map { [$0] } ?? []) {

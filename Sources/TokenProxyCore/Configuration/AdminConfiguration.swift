@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where the admin endpoints (`healthz`, `readyz`, `status`, `metrics`) are served.
-public enum AdminConfiguration: Sendable, Equatable, Decodable {
+package enum AdminConfiguration: Sendable, Equatable, Decodable {
     /// Under this path prefix on the main listener, before any route is matched. Starts with
     /// `/`, has no trailing `/`, and is not `/` itself.
     case pathPrefix(String)
@@ -9,13 +9,13 @@ public enum AdminConfiguration: Sendable, Equatable, Decodable {
     case listener(ListenAddress)
 
     /// The default prefix, `/_tokenproxy`.
-    public static let defaultPathPrefix = "/_tokenproxy"
+    package static let defaultPathPrefix = "/_tokenproxy"
 
     /// The default: ``defaultPathPrefix`` on the main listener.
-    public static let `default` = AdminConfiguration.pathPrefix(defaultPathPrefix)
+    package static let `default` = AdminConfiguration.pathPrefix(defaultPathPrefix)
 
     /// Decodes `{"path_prefix": P}` or `{"listen": ADDR}` (not both); `{}` is the default.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         self = try decoder.withConfigurationProblems { problems in
             let object = try decoder.configurationObject(keyedBy: ConfigurationCodingKey.self, problems)
             _ = decoder.configurationKeys(known: ["path_prefix", "listen"], problems)

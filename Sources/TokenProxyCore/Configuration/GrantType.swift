@@ -1,7 +1,7 @@
 import Foundation
 
 /// How a provider obtains its credential (`grant`).
-public enum GrantType: String, Sendable, Equatable, Hashable, CaseIterable {
+package enum GrantType: String, Sendable, Equatable, Hashable, CaseIterable {
     /// RFC 6749 §4.4: the client's own credentials.
     case clientCredentials = "client_credentials"
     /// RFC 6749 §6: a refresh token seeded from the configuration; rotated tokens are persisted.
@@ -26,7 +26,7 @@ public enum GrantType: String, Sendable, Equatable, Hashable, CaseIterable {
     /// Whether obtaining tokens needs a person (`tokenproxy login`): authorization_code,
     /// device_code, and oauth1 (three-legged; see ``ProviderConfiguration/needsLogin`` for
     /// an oauth1 provider configured with its token).
-    public var isInteractive: Bool {
+    package var isInteractive: Bool {
         switch self {
         case .authorizationCode, .deviceCode, .oauth1: return true
         default: return false
@@ -34,7 +34,7 @@ public enum GrantType: String, Sendable, Equatable, Hashable, CaseIterable {
     }
 
     /// Whether this grant asks an OAuth 2 token endpoint (`token_url` or `issuer` discovery).
-    public var usesTokenEndpoint: Bool {
+    package var usesTokenEndpoint: Bool {
         switch self {
         case .staticToken, .command, .oauth1: return false
         default: return true
@@ -96,7 +96,7 @@ public enum GrantType: String, Sendable, Equatable, Hashable, CaseIterable {
 }
 
 /// How a provider authenticates itself at the token endpoint (`client_auth`, RFC 6749 §2.3).
-public enum ClientAuthMethod: String, Sendable, Equatable, Hashable, CaseIterable {
+package enum ClientAuthMethod: String, Sendable, Equatable, Hashable, CaseIterable {
     /// HTTP Basic with the client ID and secret (RFC 6749 §2.3.1).
     case clientSecretBasic = "client_secret_basic"
     /// The client ID and secret as form parameters (RFC 6749 §2.3.1).
@@ -108,7 +108,7 @@ public enum ClientAuthMethod: String, Sendable, Equatable, Hashable, CaseIterabl
 }
 
 /// The OAuth 1.0a signature methods (RFC 5849 §3.4, plus the common HMAC-SHA256).
-public enum OAuth1SignatureMethod: String, Sendable, Equatable, CaseIterable {
+package enum OAuth1SignatureMethod: String, Sendable, Equatable, CaseIterable {
     /// RFC 5849 §3.4.2, the default.
     case hmacSHA1 = "HMAC-SHA1"
     /// HMAC with SHA-256, as in §3.4.2 with another hash.
@@ -120,7 +120,7 @@ public enum OAuth1SignatureMethod: String, Sendable, Equatable, CaseIterable {
 }
 
 /// The JWT signature algorithms for `jwt_bearer` assertions and `private_key_jwt`.
-public enum JWTAlgorithm: String, Sendable, Equatable, CaseIterable {
+package enum JWTAlgorithm: String, Sendable, Equatable, CaseIterable {
     /// RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518 §3.3), the default.
     case rs256 = "RS256"
     /// ECDSA P-256 with SHA-256 (RFC 7518 §3.4).

@@ -3,20 +3,20 @@ import Foundation
 /// A header every client request must carry (`require_header`), a defence against browser
 /// request forgery: a web page cannot add a custom header to a cross-site request without a
 /// CORS preflight, which the proxy never answers. Requests without it get 403 `header_required`.
-public struct HeaderRequirement: Sendable, Equatable, Decodable {
+package struct HeaderRequirement: Sendable, Equatable, Decodable {
     /// The header name, an RFC 9110 token (compared case-insensitively).
-    public var name: String
+    package var name: String
     /// The value the header must have, compared exactly.
-    public var value: Secret
+    package var value: Secret
 
     /// Creates a requirement for header `name` with `value`.
-    public init(name: String, value: Secret) {
+    package init(name: String, value: Secret) {
         self.name = name
         self.value = value
     }
 
     /// Decodes `{"name": NAME, "value": SECRET}`; both keys are required.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         self = try decoder.withConfigurationProblems { problems in
             let object = try decoder.configurationObject(keyedBy: ConfigurationCodingKey.self, problems)
             _ = decoder.configurationKeys(known: ["name", "value"], problems)

@@ -2,40 +2,40 @@ import Foundation
 
 /// Resource limits and timeouts (`limits`). Every value must be positive; durations are
 /// seconds (fractions allowed) of at most one day.
-public struct Limits: Sendable, Equatable, Decodable {
+package struct Limits: Sendable, Equatable, Decodable {
     /// `token_wait_seconds`: how long a request waits for its provider's token, then 502
     /// `token_unavailable`. Default 15.
-    public var tokenWaitSeconds: Double = 15
+    package var tokenWaitSeconds: Double = 15
     /// `max_header_bytes`: total size of a request's header section, then 431. Default 65536.
-    public var maxHeaderBytes: Int = 65_536
+    package var maxHeaderBytes: Int = 65_536
     /// `max_header_count`: number of header fields in a request, then 431. Default 100.
-    public var maxHeaderCount: Int = 100
+    package var maxHeaderCount: Int = 100
     /// `max_request_line_bytes`: length of the request line, then 414. Default 8192.
-    public var maxRequestLineBytes: Int = 8_192
+    package var maxRequestLineBytes: Int = 8_192
     /// `max_chunk_extension_bytes`: chunk extensions in one chunked body, then 400. Default 16384.
-    public var maxChunkExtensionBytes: Int = 16_384
+    package var maxChunkExtensionBytes: Int = 16_384
     /// `header_timeout_seconds`: deadline for the whole request head, then 408. Default 10.
-    public var headerTimeoutSeconds: Double = 10
+    package var headerTimeoutSeconds: Double = 10
     /// `idle_timeout_seconds`: how long an idle keep-alive connection stays open. Default 60.
-    public var idleTimeoutSeconds: Double = 60
+    package var idleTimeoutSeconds: Double = 60
     /// `replay_buffer_bytes`: request bodies up to this size are spooled so the request can be
     /// replayed after a 401 (RFC 6750 §3.1 `invalid_token`). Default 1048576.
-    public var replayBufferBytes: Int = 1_048_576
+    package var replayBufferBytes: Int = 1_048_576
     /// `max_connections`: open client connections; more get 503 `too_many_connections`. Default 1024.
-    public var maxConnections: Int = 1_024
+    package var maxConnections: Int = 1_024
     /// `upstream_connect_timeout_seconds`: connecting to an upstream, then 502. Default 10.
-    public var upstreamConnectTimeoutSeconds: Double = 10
+    package var upstreamConnectTimeoutSeconds: Double = 10
     /// `upstream_first_byte_timeout_seconds`: waiting for the upstream's response head, then 504. Default 60.
-    public var upstreamFirstByteTimeoutSeconds: Double = 60
+    package var upstreamFirstByteTimeoutSeconds: Double = 60
     /// `drain_timeout_seconds`: how long SIGTERM/SIGINT wait for in-flight requests. Default 30.
-    public var drainTimeoutSeconds: Double = 30
+    package var drainTimeoutSeconds: Double = 30
 
     /// The longest duration accepted, one day: longer is surely a mistake (milliseconds
     /// written as seconds), and keeps every deadline far from overflow.
-    public static let maxSeconds: Double = 86_400
+    package static let maxSeconds: Double = 86_400
 
     /// All defaults.
-    public init() {}
+    package init() {}
 
     /// The integer limits with their JSON keys.
     static var integerKeys: [(key: String, field: WritableKeyPath<Limits, Int>)] {
@@ -67,7 +67,7 @@ public struct Limits: Sendable, Equatable, Decodable {
     }
 
     /// Decodes the object; absent keys keep their defaults.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         self = try decoder.withConfigurationProblems { problems in
             let object = try decoder.configurationObject(keyedBy: ConfigurationCodingKey.self, problems)
             _ = decoder.configurationKeys(known: Self.keys, problems)

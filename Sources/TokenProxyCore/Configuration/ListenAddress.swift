@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where the proxy (or its admin listener) accepts connections: a TCP address or a Unix socket.
-public enum ListenAddress: Sendable, Equatable, Hashable, Decodable, CustomStringConvertible {
+package enum ListenAddress: Sendable, Equatable, Hashable, Decodable, CustomStringConvertible {
     /// A TCP address. `host` is an IPv4 literal, an IPv6 literal without brackets, or a name
     /// such as `localhost`; port 0 asks the system for an ephemeral port.
     case inet(host: String, port: UInt16)
@@ -20,7 +20,7 @@ public enum ListenAddress: Sendable, Equatable, Hashable, Decodable, CustomStrin
     /// The host is a dotted-quad IPv4 address, a bracketed IPv6 address (no zone index), or a
     /// host name; the port is 0 to 65535. A Unix socket path is non-empty and fits in
     /// `sockaddr_un`. Errors have an empty path and say what form is expected.
-    public init(parsing text: String) throws(ConfigurationError) {
+    package init(parsing text: String) throws(ConfigurationError) {
         if text.hasPrefix("unix:") {
             let path = String(text.dropFirst("unix:".count))
             if path.isEmpty {
@@ -79,7 +79,7 @@ public enum ListenAddress: Sendable, Equatable, Hashable, Decodable, CustomStrin
 
     /// Whether only this machine can connect: 127.0.0.0/8, `::1` (also IPv4-mapped
     /// `::ffff:127.x.y.z`), the name `localhost`, and every Unix socket.
-    public var isLoopback: Bool {
+    package var isLoopback: Bool {
         switch self {
         case .unix:
             return true
@@ -94,7 +94,7 @@ public enum ListenAddress: Sendable, Equatable, Hashable, Decodable, CustomStrin
     }
 
     /// The parse form: `host:port`, `[v6]:port` or `unix:/path`.
-    public var description: String {
+    package var description: String {
         switch self {
         case .unix(let path):
             return "unix:\(path)"
@@ -104,7 +104,7 @@ public enum ListenAddress: Sendable, Equatable, Hashable, Decodable, CustomStrin
     }
 
     /// Decodes the string form (see ``init(parsing:)``).
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         self = try decoder.withConfigurationProblems { problems in
             guard let text = try? decoder.singleValueContainer().decode(String.self) else {
                 let found = ConfigurationJSONKind.probe(decoder).map { ", found \($0)" } ?? ""

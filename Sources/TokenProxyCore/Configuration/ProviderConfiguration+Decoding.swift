@@ -6,7 +6,7 @@ extension ProviderConfiguration: Decodable {
     /// Unknown keys and keys of another grant are recorded ("'username' does not apply to grant
     /// 'client_credentials'"), and so is every value of the wrong type, in one pass. A provider
     /// without a valid `grant` is recorded and left out (routes naming it are not reported again).
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         self = try decoder.withConfigurationProblems { problems in
             let object = try decoder.configurationObject(keyedBy: ConfigurationCodingKey.self, problems)
             let name = decoder.codingPath.last?.stringValue ?? ""

@@ -5,140 +5,140 @@ import Foundation
 /// `grant` selects the kind; each grant accepts its own keys plus the common ones (see
 /// `docs/configuration.md`). Keys are optional here; which ones a grant requires is checked
 /// when the configuration is validated.
-public struct ProviderConfiguration: Sendable, Equatable {
+package struct ProviderConfiguration: Sendable, Equatable {
     /// The provider's name: its key under `providers`, used by routes, `tokenproxy login NAME`,
     /// logs and metrics.
-    public var name: String
+    package var name: String
     /// `grant`: how tokens are obtained.
-    public var grant: GrantType
+    package var grant: GrantType
 
     // MARK: Common keys
 
     /// `issuer`: OIDC / RFC 8414 discovery fills the endpoints not given explicitly.
-    public var issuer: String?
+    package var issuer: String?
     /// `token_url`: the token endpoint (RFC 6749 §3.2).
-    public var tokenURL: String?
+    package var tokenURL: String?
     /// `authorization_url`: the authorization endpoint (RFC 6749 §3.1), authorization_code only.
-    public var authorizationURL: String?
+    package var authorizationURL: String?
     /// `device_authorization_url`: the device authorization endpoint (RFC 8628 §3.1), device_code only.
-    public var deviceAuthorizationURL: String?
+    package var deviceAuthorizationURL: String?
     /// `revocation_url`: the revocation endpoint used by `logout` (RFC 7009).
-    public var revocationURL: String?
+    package var revocationURL: String?
     /// `client_id`.
-    public var clientID: String?
+    package var clientID: String?
     /// `client_secret`.
-    public var clientSecret: Secret?
+    package var clientSecret: Secret?
     /// `client_assertion_key`: PEM private key signing `private_key_jwt` client assertions.
-    public var clientAssertionKey: Secret?
+    package var clientAssertionKey: Secret?
     /// `client_auth`, resolved: the configured method, else `private_key_jwt` when a
     /// `client_assertion_key` is given, else `client_secret_basic` when a `client_secret` is
     /// given, else `none`.
-    public var clientAuth: ClientAuthMethod = .none
+    package var clientAuth: ClientAuthMethod = .none
     /// `scopes`: sent space-separated as `scope` (RFC 6749 §3.3). Default `[]` (no `scope`).
-    public var scopes: [String] = []
+    package var scopes: [String] = []
     /// `audience`: the `audience` token request parameter (RFC 8693 §2.1, Auth0 and others);
     /// for jwt_bearer, the assertion's `aud` claim instead (RFC 7523 §3).
-    public var audience: String?
+    package var audience: String?
     /// `resource`: the `resource` token request parameter (RFC 8707).
-    public var resource: String?
+    package var resource: String?
     /// `token_request_params`: extra form parameters for every token request.
-    public var tokenRequestParams: [String: String] = [:]
+    package var tokenRequestParams: [String: String] = [:]
     /// `token_request_headers`: extra headers for every token request.
-    public var tokenRequestHeaders: [String: String] = [:]
+    package var tokenRequestHeaders: [String: String] = [:]
     /// `refresh_skew_seconds`: a token is renewed this long before it expires. Default 60.
-    public var refreshSkewSeconds: Double = 60
+    package var refreshSkewSeconds: Double = 60
     /// `default_expires_in`: lifetime assumed when a token response has no `expires_in`;
     /// absent means valid until the upstream answers 401.
-    public var defaultExpiresIn: Double?
+    package var defaultExpiresIn: Double?
     /// `header`: the request header carrying the credential. Default `Authorization`.
-    public var header: String = "Authorization"
+    package var header: String = "Authorization"
     /// `format`: the header value, `{token}` replaced by the token. Default `Bearer {token}`.
-    public var format: String = "Bearer {token}"
+    package var format: String = "Bearer {token}"
     /// `ca_file`: PEM trust anchors for the provider's own endpoints (default: system CAs).
-    public var caFile: String?
+    package var caFile: String?
     /// `allow_insecure_endpoints`: allow `http://` endpoints (tests, local servers). Default false.
-    public var allowInsecureEndpoints: Bool = false
+    package var allowInsecureEndpoints: Bool = false
 
     // MARK: Grant keys
 
     /// `refresh_token` (refresh_token): the seed refresh token; rotated ones are persisted.
-    public var refreshToken: Secret?
+    package var refreshToken: Secret?
     /// `username` (password).
-    public var username: String?
+    package var username: String?
     /// `password` (password).
-    public var password: Secret?
+    package var password: Secret?
     /// `pkce` (authorization_code): use PKCE with S256 (RFC 7636). Default true.
-    public var pkce: Bool = true
+    package var pkce: Bool = true
     /// `redirect_port` (authorization_code): port of the `http://127.0.0.1:PORT/callback`
     /// redirect URI; absent means an ephemeral port.
-    public var redirectPort: UInt16?
+    package var redirectPort: UInt16?
     /// `interval` (device_code): seconds between polls when the server gives none (RFC 8628 §3.5 default 5).
-    public var interval: Double?
+    package var interval: Double?
     /// `service_account_file` (jwt_bearer): a Google service-account JSON key file.
-    public var serviceAccountFile: String?
+    package var serviceAccountFile: String?
     /// `key` (jwt_bearer): the PEM private key signing the assertion.
-    public var key: Secret?
+    package var key: Secret?
     /// `issuer_claim` (jwt_bearer): the assertion's `iss` claim.
-    public var issuerClaim: String?
+    package var issuerClaim: String?
     /// `subject` (jwt_bearer): the assertion's `sub` claim; defaults to `issuer_claim` (a client
     /// acting as itself), or, with a service-account file, to the account's e-mail. Set it to
     /// a user's e-mail for Google domain-wide delegation.
-    public var subject: String?
+    package var subject: String?
     /// `alg` (jwt_bearer, and `private_key_jwt` assertions): `RS256` (default) or `ES256`.
-    public var alg: String?
+    package var alg: String?
     /// `subject_token` (token_exchange): the token to exchange, usually a file.
-    public var subjectToken: Secret?
+    package var subjectToken: Secret?
     /// `subject_token_type` (token_exchange): its type URI (RFC 8693 §3).
-    public var subjectTokenType: String?
+    package var subjectTokenType: String?
     /// `actor_token` (token_exchange): optional actor token (delegation).
-    public var actorToken: Secret?
+    package var actorToken: Secret?
     /// `actor_token_type` (token_exchange): required with `actor_token`.
-    public var actorTokenType: String?
+    package var actorTokenType: String?
     /// `requested_token_type` (token_exchange): optional type URI of the wanted token.
-    public var requestedTokenType: String?
+    package var requestedTokenType: String?
     /// `token` (static: the token itself; oauth1: the access token).
-    public var token: Secret?
+    package var token: Secret?
     /// `command` (command): argv of a program whose stdout is a token or a JSON token response.
-    public var command: [String]?
+    package var command: [String]?
     /// `cache_seconds` (command): how long a printed token is reused when it has no `expires_in`.
-    public var cacheSeconds: Double?
+    package var cacheSeconds: Double?
     /// `consumer_key` (oauth1).
-    public var consumerKey: String?
+    package var consumerKey: String?
     /// `consumer_secret` (oauth1): the consumer secret, or for RSA-SHA1 the PEM RSA private key.
-    public var consumerSecret: Secret?
+    package var consumerSecret: Secret?
     /// `token_secret` (oauth1): the access token's secret.
-    public var tokenSecret: Secret?
+    package var tokenSecret: Secret?
     /// `signature_method` (oauth1): `HMAC-SHA1` (default), `HMAC-SHA256`, `RSA-SHA1` or `PLAINTEXT`.
-    public var signatureMethod: String?
+    package var signatureMethod: String?
     /// `realm` (oauth1): the `realm` parameter of the `Authorization` header (RFC 5849 §3.5.1).
-    public var realm: String?
+    package var realm: String?
     /// `request_token_url` (oauth1 three-legged login, RFC 5849 §2.1).
-    public var requestTokenURL: String?
+    package var requestTokenURL: String?
     /// `authorize_url` (oauth1 three-legged login, RFC 5849 §2.2).
-    public var authorizeURL: String?
+    package var authorizeURL: String?
     /// `access_token_url` (oauth1 three-legged login, RFC 5849 §2.3).
-    public var accessTokenURL: String?
+    package var accessTokenURL: String?
 
     /// Creates a provider with every optional key absent and every default in place.
-    public init(name: String, grant: GrantType) {
+    package init(name: String, grant: GrantType) {
         self.name = name
         self.grant = grant
     }
 
     /// Whether tokens come only from `tokenproxy login`: an interactive grant, except an
     /// oauth1 provider configured with its `token` and `token_secret`.
-    public var needsLogin: Bool {
+    package var needsLogin: Bool {
         if self.grant == .oauth1 { return self.token == nil }
         return self.grant.isInteractive
     }
 
     /// `alg` as a value, `RS256` when absent or unknown (an unknown one fails validation).
-    public var jwtAlgorithm: JWTAlgorithm {
+    package var jwtAlgorithm: JWTAlgorithm {
         self.alg.flatMap(JWTAlgorithm.init(rawValue:)) ?? .rs256
     }
 
     /// `signature_method` as a value, `HMAC-SHA1` when absent or unknown (an unknown one fails validation).
-    public var oauth1SignatureMethod: OAuth1SignatureMethod {
+    package var oauth1SignatureMethod: OAuth1SignatureMethod {
         self.signatureMethod.flatMap(OAuth1SignatureMethod.init(rawValue:)) ?? .hmacSHA1
     }
 

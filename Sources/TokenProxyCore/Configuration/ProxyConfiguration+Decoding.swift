@@ -9,7 +9,7 @@ extension ProxyConfiguration: Decodable {
 
     /// Decodes, resolves relative paths and validates the whole document, recording every
     /// problem in the decoder's collector (or, decoded on its own, throwing them all).
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         self = try decoder.withConfigurationProblems { problems in
             let object = try decoder.configurationObject(keyedBy: ConfigurationCodingKey.self, problems)
             _ = decoder.configurationKeys(known: Self.keys, problems)

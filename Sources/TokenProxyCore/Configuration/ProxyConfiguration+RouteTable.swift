@@ -5,7 +5,7 @@ extension ProxyConfiguration {
     /// in file order, with aligned columns NAME, HOST (`*` for any), PATH_PREFIX, UPSTREAM,
     /// PROVIDER (`-` for none) and GRANT (`-` without a provider). Columns are separated by
     /// two spaces; lines have no trailing spaces and the text no final newline.
-    public func routeTable() -> String {
+    package func routeTable() -> String {
         var rows: [[String]] = [["NAME", "HOST", "PATH_PREFIX", "UPSTREAM", "PROVIDER", "GRANT"]]
         for route in self.routes {
             let grant = route.provider.flatMap { self.providers[$0]?.grant.rawValue } ?? "-"

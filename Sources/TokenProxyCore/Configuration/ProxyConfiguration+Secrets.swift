@@ -28,14 +28,14 @@ extension ProxyConfiguration {
 
     /// Problems with the secrets as they are now on this machine, for start-up and `check`:
     /// every ``unresolvableSecrets()`` and ``secretPermissionProblems()``. Never contains a value.
-    public func secretProblems() -> [ConfigurationProblem] {
+    package func secretProblems() -> [ConfigurationProblem] {
         self.unresolvableSecrets() + self.secretPermissionProblems()
     }
 
     /// Secrets that cannot be read now: an unset environment variable, a missing or unreadable
     /// file, an unreadable service-account file. A running proxy may still get them later (a
     /// mounted secret appears), so these are warnings at start-up.
-    public func unresolvableSecrets() -> [ConfigurationProblem] {
+    package func unresolvableSecrets() -> [ConfigurationProblem] {
         var problems: [ConfigurationProblem] = []
         for (path, secret) in self.secrets {
             do {
@@ -59,7 +59,7 @@ extension ProxyConfiguration {
     /// Kubernetes (root-owned, `0644` by default) and Docker (`0444` under `/run/secrets`)
     /// mount secrets. This user cannot change their mode, and nobody but their owner can
     /// change their contents, so they are used; `check` names them so that the choice is seen.
-    public func sharedSecretFiles() -> [ConfigurationProblem] {
+    package func sharedSecretFiles() -> [ConfigurationProblem] {
         var notes: [ConfigurationProblem] = []
         for (path, file) in self.secretFiles {
             guard let stamp = ConfigurationFile.stamp(path: file), stamp.owner != Self.processOwner,

@@ -9,7 +9,7 @@ extension ProxyConfiguration {
     /// Non-fatal findings printed by `check` (and logged at start-up): literal secrets (with
     /// their JSON path), no routes, a disabled Host check, credentials over plain HTTP, the
     /// deprecated password grant. Never contains a secret value.
-    public var warnings: [ConfigurationProblem] {
+    package var warnings: [ConfigurationProblem] {
         var warnings: [ConfigurationProblem] = []
         func add(_ path: String, _ message: String) {
             warnings.append(ConfigurationProblem(path: path, message: message))

@@ -5,39 +5,39 @@ import Foundation
 ///
 /// ``load(path:)`` and ``decode(_:)`` read, decode and validate in one pass and throw a
 /// ``ConfigurationError`` carrying every problem found, each with its JSON path.
-public struct ProxyConfiguration: Sendable, Equatable {
+package struct ProxyConfiguration: Sendable, Equatable {
     /// `listen`: where clients connect. Default `127.0.0.1:8080`.
-    public var listen: ListenAddress
+    package var listen: ListenAddress
     /// `allow_remote_clients`: accept a non-loopback `listen` (or `admin.listen`). Default false.
-    public var allowRemoteClients: Bool
+    package var allowRemoteClients: Bool
     /// `allowed_hosts`: accepted `Host` header values, lowercased (a port in the header is
     /// ignored unless an entry has one); `["*"]` disables the check (DNS-rebinding defence).
     /// Default ``defaultAllowedHosts``.
-    public var allowedHosts: [String]
+    package var allowedHosts: [String]
     /// `require_header`: a header every request must carry, else 403. Default none.
-    public var requireHeader: HeaderRequirement?
+    package var requireHeader: HeaderRequirement?
     /// `token_store`: where tokens persist. Default a file at
     /// ``TokenStoreConfiguration/defaultPath(environment:)``.
-    public var tokenStore: TokenStoreConfiguration
+    package var tokenStore: TokenStoreConfiguration
     /// `admin`: where the admin endpoints are served. Default ``AdminConfiguration/default``.
-    public var admin: AdminConfiguration
+    package var admin: AdminConfiguration
     /// `limits`: sizes and timeouts.
-    public var limits: Limits
+    package var limits: Limits
     /// `providers`: name → provider.
-    public var providers: [String: ProviderConfiguration]
+    package var providers: [String: ProviderConfiguration]
     /// `routes`: in file order (matching picks the longest prefix, not the first).
-    public var routes: [RouteConfiguration]
+    package var routes: [RouteConfiguration]
 
     /// `127.0.0.1:8080`.
-    public static let defaultListen = ListenAddress.inet(host: "127.0.0.1", port: 8080)
+    package static let defaultListen = ListenAddress.inet(host: "127.0.0.1", port: 8080)
     /// The loopback names: `localhost`, `127.0.0.1`, `[::1]`, `::1`.
-    public static let defaultAllowedHosts = ["localhost", "127.0.0.1", "[::1]", "::1"]
+    package static let defaultAllowedHosts = ["localhost", "127.0.0.1", "[::1]", "::1"]
     /// The largest configuration file read.
     static let maxFileBytes = 4 << 20
 
     /// Creates a configuration; omitted arguments take their defaults (the token store's
     /// default path comes from this process's environment).
-    public init(
+    package init(
         listen: ListenAddress = Self.defaultListen,
         allowRemoteClients: Bool = false,
         allowedHosts: [String] = Self.defaultAllowedHosts,
@@ -61,7 +61,7 @@ public struct ProxyConfiguration: Sendable, Equatable {
 
     /// The configuration path used without `--config`: `$TOKENPROXY_CONFIG` when set and not
     /// empty, else `./proxy.json`.
-    public static func defaultPath(environment: [String: String]) -> String {
+    package static func defaultPath(environment: [String: String]) -> String {
         if let path = environment["TOKENPROXY_CONFIG"], !path.isEmpty { return path }
         return "./proxy.json"
     }
@@ -69,12 +69,12 @@ public struct ProxyConfiguration: Sendable, Equatable {
     /// Reads, decodes and validates the file at `path`. Relative paths inside it (secret
     /// files, CA files, the token store, Unix sockets) are resolved against the file's
     /// directory, and `~/` against `$HOME`.
-    public static func load(path: String) throws(ConfigurationError) -> ProxyConfiguration {
+    package static func load(path: String) throws(ConfigurationError) -> ProxyConfiguration {
         try self.load(path: path, environment: ProcessInfo.processInfo.environment)
     }
 
     /// ``load(path:)`` with an explicit environment (for `HOME` and `XDG_STATE_HOME`).
-    public static func load(path: String, environment: [String: String]) throws(ConfigurationError)
+    package static func load(path: String, environment: [String: String]) throws(ConfigurationError)
         -> ProxyConfiguration
     {
         let data: Data
@@ -89,13 +89,13 @@ public struct ProxyConfiguration: Sendable, Equatable {
 
     /// Decodes and validates a configuration document. Relative paths stay relative (to the
     /// working directory).
-    public static func decode(_ data: Data) throws(ConfigurationError) -> ProxyConfiguration {
+    package static func decode(_ data: Data) throws(ConfigurationError) -> ProxyConfiguration {
         try self.decode(data, environment: ProcessInfo.processInfo.environment, baseDirectory: nil)
     }
 
     /// Decodes and validates a configuration document, resolving relative paths against
     /// `baseDirectory` when given.
-    public static func decode(
+    package static func decode(
         _ data: Data,
         environment: [String: String],
         baseDirectory: String?
@@ -126,12 +126,12 @@ public struct ProxyConfiguration: Sendable, Equatable {
 
     /// The problems of this configuration as it stands (after changing it in code, e.g.
     /// applying `serve --listen`); empty when it is usable.
-    public func validationProblems() -> [ConfigurationProblem] {
+    package func validationProblems() -> [ConfigurationProblem] {
         self.validationProblems(routeIndices: Array(self.routes.indices), brokenProviders: [])
     }
 
     /// Throws every problem of ``validationProblems()``, if there is any.
-    public func validate() throws(ConfigurationError) {
+    package func validate() throws(ConfigurationError) {
         let problems = self.validationProblems()
         if !problems.isEmpty { throw ConfigurationError(problems: problems) }
     }

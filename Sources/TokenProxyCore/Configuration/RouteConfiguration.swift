@@ -1,7 +1,7 @@
 import Foundation
 
 /// What a route does with an `Authorization` header sent by the client (`incoming_authorization`).
-public enum IncomingAuthorization: String, Sendable, Equatable, CaseIterable {
+package enum IncomingAuthorization: String, Sendable, Equatable, CaseIterable {
     /// The client's header is dropped and the provider's credential injected (default).
     case replace
     /// A client's own `Authorization` passes untouched and nothing is injected.
@@ -12,48 +12,48 @@ public enum IncomingAuthorization: String, Sendable, Equatable, CaseIterable {
 
 /// One route (`routes[i]`): requests whose path starts with `pathPrefix` (and whose Host
 /// matches `host`, when set) go to `upstream`, with `provider`'s credential.
-public struct RouteConfiguration: Sendable, Equatable {
+package struct RouteConfiguration: Sendable, Equatable {
     /// `name`: used in logs, metrics and error bodies. Defaults to the path prefix.
-    public var name: String
+    package var name: String
     /// `path_prefix`: starts with `/`; matching is segment-aware (`/gh` does not match
     /// `/ghost`) and the longest prefix wins. A trailing `/` (other than the root's) is
     /// removed when decoding: `/github/` and `/github` are the same route.
-    public var pathPrefix: String
+    package var pathPrefix: String
     /// `host`: when set, the request's Host must also match (stored lowercased; compared
     /// case-insensitively).
-    public var host: String?
+    package var host: String?
     /// `upstream`: absolute http(s) base URL; the path remainder is appended to its path.
-    public var upstream: String
+    package var upstream: String
     /// `strip_prefix`: remove `path_prefix` before appending the path to `upstream`. Default true.
-    public var stripPrefix: Bool
+    package var stripPrefix: Bool
     /// `provider`: name of the provider whose credential is injected; `nil` forwards without one.
-    public var provider: String?
+    package var provider: String?
     /// `allow_insecure_upstream`: allow an `http://` upstream with a provider. Default false.
-    public var allowInsecureUpstream: Bool
+    package var allowInsecureUpstream: Bool
     /// `incoming_authorization`: what to do with a client's own `Authorization`. Default `replace`.
-    public var incomingAuthorization: IncomingAuthorization
+    package var incomingAuthorization: IncomingAuthorization
     /// `retry_on_401`: renew the token and replay once when the upstream answers 401. Default true.
-    public var retryOn401: Bool
+    package var retryOn401: Bool
     /// `preserve_host`: send the client's Host upstream instead of the upstream's authority. Default false.
-    public var preserveHost: Bool
+    package var preserveHost: Bool
     /// `ca_file`: PEM trust anchors for the upstream (default: system CAs).
-    public var caFile: String?
+    package var caFile: String?
     /// `client_cert`: PEM client certificate file for mTLS to the upstream.
-    public var clientCert: String?
+    package var clientCert: String?
     /// `client_key`: the client certificate's PEM private key, a secret (usually
     /// `{"file": "/path/key.pem"}`); absent means the key is in the `client_cert` file.
-    public var clientKey: Secret?
+    package var clientKey: Secret?
     /// `timeout_seconds`: this route's upstream first-byte timeout (request sent → response
     /// head), replacing `limits.upstream_first_byte_timeout_seconds`; a streamed body is not cut.
-    public var timeoutSeconds: Double?
+    package var timeoutSeconds: Double?
     /// `add_headers`: headers set on every upstream request (replacing a client's own).
-    public var addHeaders: [String: String]
+    package var addHeaders: [String: String]
     /// `remove_headers`: client headers removed before forwarding (case-insensitive).
-    public var removeHeaders: [String]
+    package var removeHeaders: [String]
 
     /// Creates a route; every omitted argument has its configuration default, and the name
     /// defaults to the path prefix.
-    public init(
+    package init(
         name: String? = nil,
         pathPrefix: String,
         host: String? = nil,
@@ -107,7 +107,7 @@ public struct RouteConfiguration: Sendable, Equatable {
 extension RouteConfiguration: Decodable {
     /// Decodes one route object, recording every problem; a missing `path_prefix` or
     /// `upstream` is reported by validation.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         self = try decoder.withConfigurationProblems { problems in
             let object = try decoder.configurationObject(keyedBy: ConfigurationCodingKey.self, problems)
             _ = decoder.configurationKeys(known: Self.keys, problems)

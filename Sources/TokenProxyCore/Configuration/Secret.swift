@@ -13,7 +13,7 @@ import Foundation
 /// The value is looked up when ``resolve()`` is called, not when the configuration is loaded,
 /// so a rotated file (a Kubernetes projected token, say) is picked up without a reload.
 /// Printing a `Secret` (`description`, `debugDescription`, `dump`) never shows a literal value.
-public enum Secret: Sendable, Equatable, Decodable {
+package enum Secret: Sendable, Equatable, Decodable {
     /// The value itself, written in the configuration file (`check` warns about these).
     case literal(String)
     /// The value of the named environment variable.
@@ -33,7 +33,7 @@ public enum Secret: Sendable, Equatable, Decodable {
     ///   unreadable, empty, oversized or non-UTF-8 file is an error.
     ///
     /// Error messages name the variable or file, never the value.
-    public func resolve() throws(ConfigurationError) -> String {
+    package func resolve() throws(ConfigurationError) -> String {
         switch self {
         case .literal(let value):
             return value
@@ -52,19 +52,19 @@ public enum Secret: Sendable, Equatable, Decodable {
     }
 
     /// Whether the value is written in the configuration file itself.
-    public var isLiteral: Bool {
+    package var isLiteral: Bool {
         if case .literal = self { return true }
         return false
     }
 
     /// The path of a `{"file": PATH}` secret, else `nil`.
-    public var filePath: String? {
+    package var filePath: String? {
         if case .file(let path) = self { return path }
         return nil
     }
 
     /// Decodes a string (literal), `{"env": NAME}` or `{"file": PATH}`.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         self = try decoder.withConfigurationProblems { problems in
             if let single = try? decoder.singleValueContainer(), let literal = try? single.decode(String.self) {
                 guard !literal.isEmpty else { throw decoder.configurationFailure("must not be empty", problems) }
@@ -108,7 +108,7 @@ public enum Secret: Sendable, Equatable, Decodable {
 
 extension Secret: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// `<literal secret>`, `env:NAME` or `file:PATH`: never the value.
-    public var description: String {
+    package var description: String {
         switch self {
         case .literal: return "<literal secret>"
         case .environment(let name): return "env:\(name)"
@@ -117,10 +117,10 @@ extension Secret: CustomStringConvertible, CustomDebugStringConvertible, CustomR
     }
 
     /// Same as ``description``.
-    public var debugDescription: String { self.description }
+    package var debugDescription: String { self.description }
 
     /// A mirror without children, so `dump` and reflection cannot reach a literal value.
-    public var customMirror: Mirror {
+    package var customMirror: Mirror {
         Mirror(self, children: [], displayStyle: .enum)
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where tokens (refresh tokens, access tokens, expiries) are kept between runs.
-public enum TokenStoreConfiguration: Sendable, Equatable, Decodable {
+package enum TokenStoreConfiguration: Sendable, Equatable, Decodable {
     /// Tokens live only in memory: every restart needs new tokens (and interactive grants a new login).
     case memory
     /// A JSON file written atomically with mode 0600, its directories created 0700; encrypted
@@ -11,7 +11,7 @@ public enum TokenStoreConfiguration: Sendable, Equatable, Decodable {
     /// The default store: `$XDG_STATE_HOME/tokenproxy/tokens.json`, where `XDG_STATE_HOME`
     /// defaults to `$HOME/.local/state` (and is ignored when relative, as the XDG Base
     /// Directory specification says).
-    public static func defaultPath(environment: [String: String]) -> String {
+    package static func defaultPath(environment: [String: String]) -> String {
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
             return Self.join(state, "tokenproxy/tokens.json")
         }
@@ -19,7 +19,7 @@ public enum TokenStoreConfiguration: Sendable, Equatable, Decodable {
     }
 
     /// The default: a file at ``defaultPath(environment:)``, not encrypted.
-    public static func defaultStore(environment: [String: String]) -> TokenStoreConfiguration {
+    package static func defaultStore(environment: [String: String]) -> TokenStoreConfiguration {
         .file(path: Self.defaultPath(environment: environment), encryptionKey: nil)
     }
 
@@ -35,7 +35,7 @@ public enum TokenStoreConfiguration: Sendable, Equatable, Decodable {
 
     /// Decodes `"memory"` or `{"path": P, "encryption_key": SECRET}` (both keys optional; the
     /// path defaults to ``defaultPath(environment:)``).
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         self = try decoder.withConfigurationProblems { problems in
             if let text = try? decoder.singleValueContainer().decode(String.self) {
                 guard text == "memory" else {

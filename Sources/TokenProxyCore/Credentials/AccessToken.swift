@@ -1,24 +1,24 @@
 /// An access token held for a provider.
-public struct AccessToken: Sendable, Equatable {
+package struct AccessToken: Sendable, Equatable {
     /// The token value. Never logged, never in an error or status document.
-    public var value: String
+    package var value: String
     /// When it stops being valid, on the monotonic clock; nil means "until a 401".
-    public var expiresAt: ContinuousClock.Instant?
+    package var expiresAt: ContinuousClock.Instant?
     /// When the proxy obtained it from its provider (a token endpoint's answer, a command's
     /// output), on the monotonic clock; nil for a token it did not fetch (a static value, one
     /// read from the store). A request that started before this waited for the fetch, which
     /// its access-log line tells. Not part of the token's identity (`==`).
-    public var obtainedAt: ContinuousClock.Instant?
+    package var obtainedAt: ContinuousClock.Instant?
 
     /// Creates a token.
-    public init(value: String, expiresAt: ContinuousClock.Instant? = nil, obtainedAt: ContinuousClock.Instant? = nil) {
+    package init(value: String, expiresAt: ContinuousClock.Instant? = nil, obtainedAt: ContinuousClock.Instant? = nil) {
         self.value = value
         self.expiresAt = expiresAt
         self.obtainedAt = obtainedAt
     }
 
     /// The same token: the same value with the same lifetime, however it was obtained.
-    public static func == (lhs: AccessToken, rhs: AccessToken) -> Bool {
+    package static func == (lhs: AccessToken, rhs: AccessToken) -> Bool {
         lhs.value == rhs.value && lhs.expiresAt == rhs.expiresAt
     }
 }

@@ -4,7 +4,7 @@ import Foundation
 /// bare token, or JSON with `access_token` and optional `expires_in`), and caches it for
 /// `cache_seconds` or until `expires_in`, whichever ends first; with neither, until a 401.
 /// One run at a time: requests arriving meanwhile share its result.
-public final class CommandCredentialSource: CredentialSource {
+package final class CommandCredentialSource: CredentialSource {
     private let name: String
     private let argv: [String]
     private let cacheSeconds: Double?
@@ -12,7 +12,7 @@ public final class CommandCredentialSource: CredentialSource {
     private let cache: SharedTokenCache
 
     /// Creates the source for provider `name`; a run taking longer than `timeout` is killed.
-    public init(name: String, argv: [String], cacheSeconds: Double?, refreshSkewSeconds: Double, timeout: Double) {
+    package init(name: String, argv: [String], cacheSeconds: Double?, refreshSkewSeconds: Double, timeout: Double) {
         self.name = name
         self.argv = argv
         self.cacheSeconds = cacheSeconds
@@ -21,7 +21,7 @@ public final class CommandCredentialSource: CredentialSource {
     }
 
     /// A cached token, or the result of the one run in flight.
-    public func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
+    package func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
         self.cache.token(completion: completion) {
             // A thread of its own: the run blocks until the command exits, and a blocked
             // Dispatch worker would be one fewer for client connections.
@@ -32,7 +32,7 @@ public final class CommandCredentialSource: CredentialSource {
     }
 
     /// Forgets `token` if it is still the cached one.
-    public func invalidate(_ token: AccessToken) {
+    package func invalidate(_ token: AccessToken) {
         self.cache.invalidate(token)
     }
 

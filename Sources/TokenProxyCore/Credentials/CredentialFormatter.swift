@@ -1,14 +1,14 @@
 /// Formats a token into the header the provider names (`docs/configuration.md`, provider keys `header`, `format`).
-public struct CredentialFormatter: Sendable, Equatable {
+package struct CredentialFormatter: Sendable, Equatable {
     /// The header name, `Authorization` by default.
-    public let header: String
+    package let header: String
     /// The value template containing `{token}`, `Bearer {token}` by default.
-    public let format: String
+    package let format: String
     /// The template split at its placeholders once, so formatting is one join per request.
     private let pieces: [Substring]
 
     /// Creates a formatter.
-    public init(header: String, format: String) {
+    package init(header: String, format: String) {
         self.header = header
         self.format = format
         self.pieces = format.split(separator: "{token}", omittingEmptySubsequences: false)
@@ -16,7 +16,7 @@ public struct CredentialFormatter: Sendable, Equatable {
 
     /// The header for `token`, or an error when the result could not be sent safely (a token
     /// with CR, LF or another control character would split the upstream request).
-    public func header(for token: AccessToken, provider: String) -> Result<
+    package func header(for token: AccessToken, provider: String) -> Result<
         CredentialHeader, ProxyError
     > {
         let value = self.pieces.joined(separator: token.value)

@@ -1,12 +1,12 @@
 /// The credential header a request gets, already formatted (`Authorization: Bearer …`).
-public struct CredentialHeader: Sendable, Equatable {
+package struct CredentialHeader: Sendable, Equatable {
     /// The header name.
-    public var name: String
+    package var name: String
     /// The header value.
-    public var value: String
+    package var value: String
 
     /// Creates a credential header.
-    public init(name: String, value: String) {
+    package init(name: String, value: String) {
         self.name = name
         self.value = value
     }

@@ -4,18 +4,18 @@ import Synchronization
 /// The credential source and header format of every provider, built from the configuration.
 /// A reload keeps the sources (and their cached tokens) of providers whose configuration did
 /// not change.
-public final class CredentialRegistry: Sendable {
+package final class CredentialRegistry: Sendable {
     /// A provider's source and formatter. A class, so handing one to each request is a
     /// reference count rather than a copy of the provider's whole configuration.
-    public final class Entry: Sendable {
+    package final class Entry: Sendable {
         /// Where tokens come from.
-        public let source: any CredentialSource
+        package let source: any CredentialSource
         /// How a token becomes a header.
-        public let formatter: CredentialFormatter
+        package let formatter: CredentialFormatter
         /// The source itself when it makes each request's header (OAuth 1.0a signing).
-        public var requestAuthorizer: (any RequestAuthorizer)? { self.source as? any RequestAuthorizer }
+        package var requestAuthorizer: (any RequestAuthorizer)? { self.source as? any RequestAuthorizer }
         /// The configuration the entry was built from.
-        public let configuration: ProviderConfiguration
+        package let configuration: ProviderConfiguration
 
         init(source: any CredentialSource, formatter: CredentialFormatter, configuration: ProviderConfiguration) {
             self.source = source
@@ -37,7 +37,7 @@ public final class CredentialRegistry: Sendable {
 
     /// Builds the sources for `configuration`'s providers; token requests go through
     /// `fetcher`, tokens are kept in `store`, token requests are counted in `metrics`.
-    public init(
+    package init(
         configuration: ProxyConfiguration,
         fetcher: UpstreamFetcher,
         store: any TokenStore,
@@ -49,10 +49,10 @@ public final class CredentialRegistry: Sendable {
     }
 
     /// The token store the sources share (fixed at start, like the listeners).
-    public var store: any TokenStore { self.context.store }
+    package var store: any TokenStore { self.context.store }
 
     /// Replaces the providers, keeping unchanged ones.
-    public func reload(_ configuration: ProxyConfiguration) {
+    package func reload(_ configuration: ProxyConfiguration) {
         let context = self.context
         self.entries.withLock { entries in
             entries = Self.build(configuration, previous: entries, context: context)
@@ -60,7 +60,7 @@ public final class CredentialRegistry: Sendable {
     }
 
     /// The entry for provider `name`.
-    public func entry(_ name: String) -> Entry? {
+    package func entry(_ name: String) -> Entry? {
         self.entries.withLock { $0[name] }
     }
 

@@ -4,7 +4,7 @@ import Synchronization
 extension CredentialSource {
     /// ``token(completion:)`` waited for on the calling thread: for a thread of the caller's
     /// own (a command-line command), never a Dispatch queue that serves connections.
-    public func waitForToken() -> Result<AccessToken, ProxyError> {
+    package func waitForToken() -> Result<AccessToken, ProxyError> {
         Blocking.wait { done in self.token(completion: done) }
     }
 }

@@ -1,5 +1,5 @@
 /// Where a provider's tokens come from: one implementation per grant.
-public protocol CredentialSource: Sendable {
+package protocol CredentialSource: Sendable {
     /// Produces a currently valid token, or the error the client gets (`token_unavailable`,
     /// `login_required`). `completion` may run on any thread.
     func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void)
@@ -15,8 +15,8 @@ public protocol CredentialSource: Sendable {
 
 extension CredentialSource {
     /// Sources that cannot produce a different token say so, and a 401 is not replayed.
-    public var canRenew: Bool { true }
+    package var canRenew: Bool { true }
 
     /// Forgets `token` if it is still the current one; by default there is nothing to forget.
-    public func invalidate(_ token: AccessToken) {}
+    package func invalidate(_ token: AccessToken) {}
 }

@@ -2,24 +2,24 @@ import Foundation
 
 /// One provider's line in `tokenproxy status` and the admin status document: what is known
 /// about its tokens, never a token itself.
-public struct ProviderStatus: Sendable, Equatable {
+package struct ProviderStatus: Sendable, Equatable {
     /// The provider's name.
-    public var name: String
+    package var name: String
     /// Its grant.
-    public var grant: GrantType
+    package var grant: GrantType
     /// Whether an access token is stored.
-    public var hasAccessToken: Bool
+    package var hasAccessToken: Bool
     /// Whether a refresh token is stored.
-    public var hasRefreshToken: Bool
+    package var hasRefreshToken: Bool
     /// Seconds until the stored access token expires (negative once expired), when known.
-    public var expiresIn: Double?
+    package var expiresIn: Double?
     /// Whether a login is needed before requests can succeed.
-    public var loginRequired: Bool
+    package var loginRequired: Bool
     /// The last failure recorded, when there is one.
-    public var lastError: String?
+    package var lastError: String?
 
     /// The status of every provider in `configuration` from `contents` of the store, in name order.
-    public static func all(
+    package static func all(
         _ configuration: ProxyConfiguration,
         contents: TokenStoreContents,
         now: Date = Date()

@@ -1,7 +1,7 @@
 /// A provider whose credential depends on the request it goes with (OAuth 1.0a signs the
 /// method, URL and form parameters of each request): the forwarder asks it for the header
 /// instead of formatting a token.
-public protocol RequestAuthorizer: Sendable {
+package protocol RequestAuthorizer: Sendable {
     /// The credential header for `method` on the upstream `url`, with `formBody` the
     /// `application/x-www-form-urlencoded` body when the request has one (nil otherwise).
     /// Called for every attempt, so a replay gets a fresh header.
@@ -15,5 +15,5 @@ public protocol RequestAuthorizer: Sendable {
 
 extension RequestAuthorizer {
     /// By default a 401 is handled as any other.
-    public func refusal(of head: HTTPResponseHead) -> ProxyError? { nil }
+    package func refusal(of head: HTTPResponseHead) -> ProxyError? { nil }
 }

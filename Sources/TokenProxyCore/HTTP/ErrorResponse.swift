@@ -2,9 +2,9 @@ import Foundation
 
 /// Renders a ``ProxyError`` as the response the proxy sends: the single place where an error
 /// becomes a status line, a JSON body and the `X-Tokenproxy-Error` header (`docs/architecture.md`, "Errors").
-public enum ErrorResponse {
+package enum ErrorResponse {
     /// The header naming the error code on every response the proxy produces itself.
-    public static let errorHeaderName = "X-Tokenproxy-Error"
+    package static let errorHeaderName = "X-Tokenproxy-Error"
 
     private struct Body: Encodable {
         var error: String
@@ -14,7 +14,7 @@ public enum ErrorResponse {
     }
 
     /// The complete response for `error`.
-    public static func response(for error: ProxyError) -> HTTPResponse {
+    package static func response(for error: ProxyError) -> HTTPResponse {
         let body = Body(
             error: error.code.description,
             message: error.message,

@@ -3,47 +3,47 @@
 /// Names keep the case they arrived in; look-ups compare names case-insensitively
 /// (RFC 9110 §5.1). Order and duplicates are preserved, since a proxy must not merge
 /// fields it does not understand.
-public struct HTTPHeaders: Sendable, Equatable, Sequence {
+package struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// One header field.
-    public struct Field: Sendable, Equatable {
+    package struct Field: Sendable, Equatable {
         /// The field name, as received.
-        public var name: String
+        package var name: String
         /// The field value with surrounding whitespace removed.
-        public var value: String
+        package var value: String
     }
 
     private var fields: [Field] = []
 
     /// An empty header list.
-    public init() {}
+    package init() {}
 
     /// A header list with `pairs` in order.
-    public init(_ pairs: [(String, String)]) {
+    package init(_ pairs: [(String, String)]) {
         self.fields = pairs.map { Field(name: $0.0, value: $0.1) }
     }
 
     /// Makes room for `count` fields, so that adding them one by one does not grow the
     /// storage step by step.
-    public mutating func reserveCapacity(_ count: Int) {
+    package mutating func reserveCapacity(_ count: Int) {
         self.fields.reserveCapacity(count)
     }
 
     /// The number of fields, duplicates included.
-    public var count: Int { self.fields.count }
+    package var count: Int { self.fields.count }
 
     /// Appends a field.
-    public mutating func add(name: String, value: String) {
+    package mutating func add(name: String, value: String) {
         self.fields.append(Field(name: name, value: value))
     }
 
     /// Removes every field named `name` and appends one with `value`.
-    public mutating func replaceOrAdd(name: String, value: String) {
+    package mutating func replaceOrAdd(name: String, value: String) {
         self.remove(name: name)
         self.add(name: name, value: value)
     }
 
     /// Removes every field named `name`.
-    public mutating func remove(name: String) {
+    package mutating func remove(name: String) {
         self.fields.removeAll { $0.name.equalsIgnoringASCIICase(name) }
     }
 
@@ -53,23 +53,23 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     }
 
     /// The values of every field named `name`, in order.
-    public func values(_ name: String) -> [String] {
+    package func values(_ name: String) -> [String] {
         self.fields.lazy.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
     }
 
     /// The first value of the field named `name`.
-    public func first(_ name: String) -> String? {
+    package func first(_ name: String) -> String? {
         self.fields.first { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 
     /// Whether any field is named `name`.
-    public func contains(_ name: String) -> Bool {
+    package func contains(_ name: String) -> Bool {
         self.fields.contains { $0.name.equalsIgnoringASCIICase(name) }
     }
 
     /// The comma-separated list elements of every field named `name`, trimmed, lowercased,
     /// empty elements dropped (RFC 9110 §5.6.1).
-    public func tokens(_ name: String) -> [String] {
+    package func tokens(_ name: String) -> [String] {
         self.values(name).flatMap { value in
             value.split(separator: ",").compactMap { element -> String? in
                 let trimmed = element.trimmingHTTPWhitespace()
@@ -79,7 +79,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     }
 
     /// Iterates the fields in order.
-    public func makeIterator() -> IndexingIterator<[Field]> {
+    package func makeIterator() -> IndexingIterator<[Field]> {
         self.fields.makeIterator()
     }
 }

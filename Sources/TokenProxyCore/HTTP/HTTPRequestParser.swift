@@ -10,9 +10,9 @@
 /// Anything ambiguous is rejected rather than repaired (`docs/http-behaviour.md`, "Parsing"): bare CR or LF,
 /// obs-fold, whitespace before a colon, control characters in values, Content-Length with
 /// Transfer-Encoding, differing Content-Lengths, invalid chunk sizes.
-public struct HTTPRequestParser: Sendable {
+package struct HTTPRequestParser: Sendable {
     /// What one call produced.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// A complete, framing-checked request head.
         case head(HTTPRequestHead)
         /// Body bytes: this range of the input passed to the call.
@@ -56,25 +56,25 @@ public struct HTTPRequestParser: Sendable {
     var chunkExtensionBytes = 0
 
     /// Creates a parser enforcing `limits`.
-    public init(limits: HTTPParserLimits = HTTPParserLimits()) {
+    package init(limits: HTTPParserLimits = HTTPParserLimits()) {
         self.limits = limits
     }
 
     /// Whether the parser is between requests, with no byte of a next request consumed.
-    public var isIdle: Bool {
+    package var isIdle: Bool {
         if case .requestLine(0) = self.state { return self.scanned == 0 }
         return false
     }
 
     /// Whether the message is complete and the next call yields ``Outcome/end`` without
     /// needing any input.
-    public var isAtEndOfMessage: Bool {
+    package var isAtEndOfMessage: Bool {
         if case .endOfMessage = self.state { return true }
         return false
     }
 
     /// Parses the next element of `input`, the bytes not yet consumed.
-    public mutating func next(_ input: UnsafeBufferPointer<UInt8>) -> (outcome: Outcome, consumed: Int) {
+    package mutating func next(_ input: UnsafeBufferPointer<UInt8>) -> (outcome: Outcome, consumed: Int) {
         var consumed = 0
         while true {
             let rest = UnsafeBufferPointer(rebasing: input[consumed...])

@@ -10,14 +10,14 @@ import Synchronization
 /// (tests) keep separate counts. Label values come only from the configuration (route and
 /// provider names) and from fixed words (status classes, results, error kinds), so no request
 /// can create a series.
-public final class ProxyMetrics: Sendable {
+package final class ProxyMetrics: Sendable {
     /// The `route` label of a request that matched no route (or was refused before routing).
-    public static let noRoute = "none"
+    package static let noRoute = "none"
     /// The `route` label of a request to an admin endpoint.
-    public static let adminRoute = "admin"
+    package static let adminRoute = "admin"
 
     /// Why an upstream exchange failed: the `kind` label of `tokenproxy_upstream_errors_total`.
-    public enum UpstreamErrorKind: String, Sendable, CaseIterable {
+    package enum UpstreamErrorKind: String, Sendable, CaseIterable {
         /// No response: connect or TLS failure, reset before the head (502 `upstream_unreachable`).
         case unreachable
         /// No response head within the first-byte timeout (504 `upstream_timeout`).
@@ -72,7 +72,7 @@ public final class ProxyMetrics: Sendable {
     }
 
     /// Creates an empty set of metrics with a registry of its own.
-    public init() {
+    package init() {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.durationHistogramBuckets[Names.duration] = Self.durationBuckets
@@ -89,7 +89,7 @@ public final class ProxyMetrics: Sendable {
     }
 
     /// Counts one answered request of `route` and, when known, its duration.
-    public func requestFinished(route: String, status: Int?, duration: Duration?) {
+    package func requestFinished(route: String, status: Int?, duration: Duration?) {
         self.counter(Names.requests, [("route", route), ("status", Self.statusClass(status))]).increment()
         if let duration {
             self.timer(route: route).recordNanoseconds(Self.nanoseconds(duration))
@@ -97,25 +97,25 @@ public final class ProxyMetrics: Sendable {
     }
 
     /// Counts one failed upstream exchange of `route`.
-    public func upstreamFailed(route: String, kind: UpstreamErrorKind) {
+    package func upstreamFailed(route: String, kind: UpstreamErrorKind) {
         self.counter(Names.upstreamErrors, [("route", route), ("kind", kind.rawValue)]).increment()
     }
 
     /// Counts one replay of a request of `route` after a 401.
-    public func replayed(route: String) {
+    package func replayed(route: String) {
         self.counter(Names.replays, [("route", route)]).increment()
     }
 
     /// Counts one token request for `provider` (retries of a transient failure within it
     /// included) by whether it gave a token.
-    public func tokenRequested(provider: String, succeeded: Bool) {
+    package func tokenRequested(provider: String, succeeded: Bool) {
         self.counter(Names.tokenRequests, [("provider", provider), ("result", succeeded ? "success" : "error")])
             .increment()
     }
 
     /// Records the expiry of `provider`'s current token (`nil`: none given, valid until a
     /// 401), for `tokenproxy_token_expires_in_seconds`.
-    public func tokenObtained(provider: String, expiresAt: ContinuousClock.Instant?) {
+    package func tokenObtained(provider: String, expiresAt: ContinuousClock.Instant?) {
         let factory = self.factory
         self.expiryGauges.withLock { gauges in
             if gauges[provider] == nil {
@@ -133,7 +133,7 @@ public final class ProxyMetrics: Sendable {
 
     /// The Prometheus text exposition (version 0.0.4) of every series, with the gauges that
     /// depend on the time of the scrape brought up to date first.
-    public func exposition(openConnections: Int) -> [UInt8] {
+    package func exposition(openConnections: Int) -> [UInt8] {
         self.openConnections.record(openConnections)
         let now = ContinuousClock.now
         self.expiryGauges.withLock { gauges in
@@ -151,7 +151,7 @@ public final class ProxyMetrics: Sendable {
     }
 
     /// The content type of ``exposition(openConnections:)``.
-    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+    package static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     /// Puts a `# HELP` line before each family's `# TYPE` line. The registry writes help only
     /// for metrics it made itself; swift-metrics handlers carry none.

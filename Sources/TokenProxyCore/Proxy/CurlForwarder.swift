@@ -3,7 +3,7 @@ import Synchronization
 
 /// Forwards routed requests with libcurl: gets the route's credential, builds the upstream
 /// request from parsed parts, and streams both bodies through a ``CurlTransfer``.
-public final class CurlForwarder: RouteForwarder {
+package final class CurlForwarder: RouteForwarder {
     /// The engines; a client connection's requests all go through one of them.
     private let engines: [CurlEngine]
     private let credentials: CredentialRegistry
@@ -13,7 +13,7 @@ public final class CurlForwarder: RouteForwarder {
 
     /// Creates a forwarder over `engine` for `configuration`'s providers, keeping tokens in
     /// `store` (by default the configuration's `token_store`).
-    public convenience init(
+    package convenience init(
         configuration: ProxyConfiguration,
         engine: CurlEngine,
         store: (any TokenStore)? = nil,
@@ -26,7 +26,7 @@ public final class CurlForwarder: RouteForwarder {
     /// served by one of them, the proxy's own requests by the first. An engine writes an
     /// answer to its client connection itself when the connection is idle instead of handing
     /// it to the connection's queue (`docs/architecture.md`).
-    public init(
+    package init(
         configuration: ProxyConfiguration,
         engines: [CurlEngine],
         store: (any TokenStore)? = nil,
@@ -46,15 +46,15 @@ public final class CurlForwarder: RouteForwarder {
     }
 
     /// The providers' credential sources, for `readyz`.
-    public var credentialRegistry: CredentialRegistry? { self.credentials }
+    package var credentialRegistry: CredentialRegistry? { self.credentials }
 
     /// Applies a reloaded configuration to the providers.
-    public func reload(_ configuration: ProxyConfiguration) {
+    package func reload(_ configuration: ProxyConfiguration) {
         self.credentials.reload(configuration)
     }
 
     /// Sends `exchange` upstream along `match`.
-    public func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
+    package func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
         let route = match.route
         let base: UpstreamURL.Base
         let url: String

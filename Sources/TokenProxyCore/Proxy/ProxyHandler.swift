@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// The configuration lives in a snapshot swapped whole on reload (SIGHUP): an exchange uses
 /// the snapshot it started with, so a reload never disturbs requests in flight.
-public final class ProxyHandler: HTTPExchangeHandler {
+package final class ProxyHandler: HTTPExchangeHandler {
     /// A class, so that taking it for a request is one reference, not a copy of each part.
     private final class Snapshot: Sendable {
         let configuration: ProxyConfiguration
@@ -53,7 +53,7 @@ public final class ProxyHandler: HTTPExchangeHandler {
 
     /// Creates the handler. `openConnections` reports the servers' connection count; every
     /// exchange is counted in `metrics`.
-    public init(
+    package init(
         configuration: ProxyConfiguration,
         forwarder: any RouteForwarder,
         logger: Logger,
@@ -99,7 +99,7 @@ public final class ProxyHandler: HTTPExchangeHandler {
 
     /// Records the addresses the listeners were bound to (the real ports when 0 was
     /// configured): each listener's origin is the proxy's own there (RFC 6454 §4).
-    public func listenersBound(proxy: ListenAddress, admin: ListenAddress?) {
+    package func listenersBound(proxy: ListenAddress, admin: ListenAddress?) {
         let listeners = Self.listeners(proxy: proxy, admin: admin)
         self.snapshot.withLock { current in
             current = Self.makeSnapshot(
@@ -155,7 +155,7 @@ public final class ProxyHandler: HTTPExchangeHandler {
     }
 
     /// Replaces the configuration for exchanges that start from now on.
-    public func reload(_ configuration: ProxyConfiguration) {
+    package func reload(_ configuration: ProxyConfiguration) {
         // Listeners are fixed at start: the current ones are kept.
         self.snapshot.withLock { current in
             current = Self.makeSnapshot(
@@ -171,7 +171,7 @@ public final class ProxyHandler: HTTPExchangeHandler {
     }
 
     /// Serves one exchange on the proxy listener.
-    public func handle(_ exchange: HTTPExchange) {
+    package func handle(_ exchange: HTTPExchange) {
         let snapshot = self.snapshot.withLock { $0 }
         let head = exchange.head
         if let error = snapshot.policy.checkRequest(head) {
@@ -218,7 +218,7 @@ public final class ProxyHandler: HTTPExchangeHandler {
     }
 
     /// Serves one exchange on a separate admin listener, where endpoints sit at the root.
-    public func handleAdmin(_ exchange: HTTPExchange) {
+    package func handleAdmin(_ exchange: HTTPExchange) {
         let snapshot = self.snapshot.withLock { $0 }
         if let error = snapshot.policy.checkRequest(exchange.head) {
             self.reject(exchange, error)
@@ -258,7 +258,7 @@ public final class ProxyHandler: HTTPExchangeHandler {
     }
 
     /// Logs a request the connection rejected before it became an exchange.
-    public func requestRejected(_ error: ProxyError, remoteAddress: String) {
+    package func requestRejected(_ error: ProxyError, remoteAddress: String) {
         self.metrics.requestFinished(route: ProxyMetrics.noRoute, status: error.code.status, duration: nil)
         self.logger.info(
             "rejected",

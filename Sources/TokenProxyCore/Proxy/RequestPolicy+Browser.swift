@@ -4,7 +4,7 @@ extension RequestPolicy {
     /// The listener a request came in on, which fixes the proxy's own origin there: a browser
     /// origin is scheme, host and port (RFC 6454 §4), so another port of the same host is
     /// another origin.
-    public enum Listener: Sendable, Equatable {
+    package enum Listener: Sendable, Equatable {
         /// A TCP listener bound to `host` (an IP literal without brackets, or a name) and
         /// `port`: its origin is `http://HOST:PORT` for an allowed HOST that can reach it.
         case tcp(host: String, port: UInt16)
@@ -13,7 +13,7 @@ extension RequestPolicy {
         case withoutOrigin
 
         /// The listener for `address` once bound (port 0 is not bound yet).
-        public init(_ address: ListenAddress) {
+        package init(_ address: ListenAddress) {
             if case .inet(let host, let port) = address, port != 0 {
                 self = .tcp(host: host, port: port)
             } else {

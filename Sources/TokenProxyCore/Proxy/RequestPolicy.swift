@@ -3,7 +3,7 @@ import Foundation
 /// The request checks that come before routing: what a client may ask of a deputy holding
 /// someone's credentials (`docs/http-behaviour.md`, "Who may talk to the proxy"). Pure: no
 /// I/O beyond resolving the `require_header` secret.
-public struct RequestPolicy: Sendable {
+package struct RequestPolicy: Sendable {
     private struct AllowedHost: Sendable, Equatable {
         var host: String
         var port: String?
@@ -13,7 +13,7 @@ public struct RequestPolicy: Sendable {
     private let requireHeader: HeaderRequirement?
 
     /// Creates the policy; `allowedHosts` of `["*"]` disables the Host check.
-    public init(allowedHosts: [String], requireHeader: HeaderRequirement?) {
+    package init(allowedHosts: [String], requireHeader: HeaderRequirement?) {
         if allowedHosts.contains("*") {
             self.allowedHosts = nil
         } else {
@@ -26,7 +26,7 @@ public struct RequestPolicy: Sendable {
     }
 
     /// Whether `authority` (`host[:port]`) is an allowed host.
-    public func isAllowed(authority: String) -> Bool {
+    package func isAllowed(authority: String) -> Bool {
         guard self.allowedHosts != nil else { return true }
         let (host, port) = HostName.normalize(authority)
         return self.isAllowed(host: host, port: port)
@@ -42,7 +42,7 @@ public struct RequestPolicy: Sendable {
     var allowsEveryHost: Bool { self.allowedHosts == nil }
 
     /// The checks every request gets, admin probes included: methods and request-target sanity.
-    public func checkRequest(_ head: HTTPRequestHead) -> ProxyError? {
+    package func checkRequest(_ head: HTTPRequestHead) -> ProxyError? {
         // CONNECT would make us a tunnel; TRACE (and IIS's TRACK) would echo the injected
         // credential. Compared without case: some upstreams match methods that way.
         if Self.isRefusedMethod(head.method) {
@@ -75,7 +75,7 @@ public struct RequestPolicy: Sendable {
     /// The checks that guard credentials: allowed hosts (DNS-rebinding defence), browser
     /// requests from other origins (see ``checkBrowser(_:listener:)``), and the
     /// `require_header` shared secret. `listener` is the listener the request came in on.
-    public func checkAccess(_ head: HTTPRequestHead, listener: Listener) -> ProxyError? {
+    package func checkAccess(_ head: HTTPRequestHead, listener: Listener) -> ProxyError? {
         if case .absolute(let authority) = head.targetForm, !self.isAllowed(authority: authority) {
             return ProxyError(.hostNotAllowed, "the request target's host is not an allowed host")
         }

@@ -2,7 +2,7 @@ import Logging
 
 /// Sends a routed request to its upstream and streams the answer back: the seam between
 /// routing and the upstream engine (libcurl in production, fakes in tests).
-public protocol RouteForwarder: Sendable {
+package protocol RouteForwarder: Sendable {
     /// Forwards `exchange` along `match`. Called in the exchange's context; must respond or abort.
     func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger)
 
@@ -15,20 +15,20 @@ public protocol RouteForwarder: Sendable {
 
 extension RouteForwarder {
     /// Forwarders without configuration ignore reloads.
-    public func reload(_ configuration: ProxyConfiguration) {}
+    package func reload(_ configuration: ProxyConfiguration) {}
 
     /// Forwarders without providers have no credential sources.
-    public var credentialRegistry: CredentialRegistry? { nil }
+    package var credentialRegistry: CredentialRegistry? { nil }
 }
 
 /// The forwarder used until an upstream engine is configured: every routed request is
 /// answered 502 `upstream_unreachable`.
-public struct UnavailableForwarder: RouteForwarder {
+package struct UnavailableForwarder: RouteForwarder {
     /// Creates the forwarder.
-    public init() {}
+    package init() {}
 
     /// Answers 502 `upstream_unreachable`.
-    public func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
+    package func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
         exchange.respond(
             ErrorResponse.response(
                 for: ProxyError(

@@ -1,17 +1,17 @@
 /// Chooses the route for a request: the longest matching path prefix wins, matching whole
 /// path segments only (`/gh` matches `/gh` and `/gh/x`, never `/ghost`); at equal length a
 /// route naming the request's host beats one for any host; after that, config order.
-public struct Router: Sendable {
+package struct Router: Sendable {
     /// A matched route and the path to append to its upstream's base path.
-    public struct Match: Sendable, Equatable {
+    package struct Match: Sendable, Equatable {
         /// The matched route.
-        public var route: RouteConfiguration
+        package var route: RouteConfiguration
         /// The request path with the prefix removed when `strip_prefix` is set (possibly
         /// empty), else the whole path.
-        public var upstreamPath: String
+        package var upstreamPath: String
         /// Header fields that belong to the proxy itself (the `require_header` secret) and are
         /// removed from the forwarded request, in any letter case and every occurrence.
-        public var withheldHeaders: [String] = []
+        package var withheldHeaders: [String] = []
     }
 
     private struct Entry: Sendable {
@@ -28,7 +28,7 @@ public struct Router: Sendable {
 
     /// Builds the lookup order from routes in config order; `withheldHeaders` are the proxy's
     /// own fields, never forwarded on any route.
-    public init(routes: [RouteConfiguration], withheldHeaders: [String] = []) {
+    package init(routes: [RouteConfiguration], withheldHeaders: [String] = []) {
         self.withheldHeaders = withheldHeaders
         let entries = routes.enumerated().map { index, route -> (Int, Entry) in
             var prefix = route.pathPrefix
@@ -51,7 +51,7 @@ public struct Router: Sendable {
 
     /// The route for `path` (the raw path of the request target) addressed to `authority`
     /// (the Host value or absolute-form authority, port allowed), or nil.
-    public func match(authority: String?, path: String) -> Match? {
+    package func match(authority: String?, path: String) -> Match? {
         let requestHost = self.matchesHosts ? authority.map { HostName.normalize($0).host } : nil
         for entry in self.entries {
             if let host = entry.host, host != requestHost {

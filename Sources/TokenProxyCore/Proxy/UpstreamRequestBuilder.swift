@@ -1,6 +1,6 @@
 /// Builds ``UpstreamRequest``s: hop-by-hop removal, `X-Forwarded-*`, Host, the route's
 /// header edits and the credential (`docs/upstream.md`, "Request headers").
-public enum UpstreamRequestBuilder {
+package enum UpstreamRequestBuilder {
     /// The `X-Forwarded-*` fields, set anew for this hop.
     static let forwarded = HeaderNameSet(["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"])
 
@@ -14,7 +14,7 @@ public enum UpstreamRequestBuilder {
 
     /// Builds the request for `head` along `match`. `credential` is nil for routes without a
     /// provider, or when the client's own credential is kept.
-    public static func build(
+    package static func build(
         head: HTTPRequestHead,
         match: Router.Match,
         url: String,

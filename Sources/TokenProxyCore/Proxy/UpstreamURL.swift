@@ -3,25 +3,25 @@ import CCurl
 /// Builds upstream URLs from parsed parts with libcurl's URL API (`curl_url`), never by
 /// concatenating client input into a URL string: the scheme, host and port always come
 /// from the route's `upstream`, so a path like `/@evil/x` or `//evil/x` stays a path.
-public struct UpstreamURL: Sendable, Equatable {
+package struct UpstreamURL: Sendable, Equatable {
     /// The route's upstream split into parts, parsed once when the route is set up; the
     /// parts are constants, so the origin made from them stays true.
-    public struct Base: Sendable, Equatable {
+    package struct Base: Sendable, Equatable {
         /// `https` or `http`.
-        public let scheme: String
+        package let scheme: String
         /// The host, as libcurl normalized it.
-        public let host: String
+        package let host: String
         /// The explicit port, if any.
-        public let port: String?
+        package let port: String?
         /// The base path without a trailing slash (empty for the root).
-        public let path: String
+        package let path: String
         /// The base URL's own query, if any.
-        public let query: String?
+        package let query: String?
         /// The base URL as given.
-        public let url: String
+        package let url: String
         /// `scheme://host[:port]`: the upstream's origin, for building request URLs and for
         /// recognising the upstream's own redirects.
-        public let origin: String
+        package let origin: String
 
         init(scheme: String, host: String, port: String?, path: String, query: String?, url: String) {
             self.scheme = scheme
@@ -40,13 +40,13 @@ public struct UpstreamURL: Sendable, Equatable {
     }
 
     /// An error parsing a base URL or setting a part.
-    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+    package struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
         /// What failed.
-        public var description: String
+        package var description: String
     }
 
     /// Parses a route's upstream URL.
-    public static func parseBase(_ upstream: String) throws(Failure) -> Base {
+    package static func parseBase(_ upstream: String) throws(Failure) -> Base {
         CurlGlobal.initialize()
         guard let handle = curl_url() else { throw Failure(description: "out of memory") }
         defer { curl_url_cleanup(handle) }
@@ -99,7 +99,7 @@ public struct UpstreamURL: Sendable, Equatable {
     /// This is the one place where a client's path becomes part of an upstream URL, so the
     /// base-path rule is applied here: a path that a normalising upstream could read as leaving
     /// the base path (``BasePathBoundary``) is refused. The query is not looked at.
-    public static func build(base: Base, path: String, query: String?) throws(Failure) -> String {
+    package static func build(base: Base, path: String, query: String?) throws(Failure) -> String {
         let hash = UInt8(ascii: "#")
         guard path.isEmpty || path.utf8.first == UInt8(ascii: "/"), !path.utf8.contains(hash),
             !(query?.utf8.contains(hash) ?? false)

@@ -1,7 +1,7 @@
 import Dispatch
 
 /// What a handler receives while reading a request body.
-public enum RequestBodyEvent: Sendable, Equatable {
+package enum RequestBodyEvent: Sendable, Equatable {
     /// The next bytes of the body.
     case bytes([UInt8])
     /// The body is complete.
@@ -18,40 +18,40 @@ public enum RequestBodyEvent: Sendable, Equatable {
 /// slow consumer slows the client.
 /// Writing is pushed with back-pressure: when ``isWritable`` turns false, wait for
 /// ``onWritable``.
-public final class HTTPExchange {
+package final class HTTPExchange {
     /// The request head, already checked for framing.
-    public let head: HTTPRequestHead
+    package let head: HTTPRequestHead
     /// The client's numeric address, or `unix`.
-    public let remoteAddress: String
+    package let remoteAddress: String
     /// The connection's context, which the exchange is confined to.
-    public let context: SerialContext
+    package let context: SerialContext
     /// When the head was complete, for durations in the access log.
-    public let startTime: ContinuousClock.Instant
+    package let startTime: ContinuousClock.Instant
 
     /// Called when the output buffer drained after ``isWritable`` was false.
-    public var onWritable: (() -> Void)?
+    package var onWritable: (() -> Void)?
     /// Called once if the connection ends before the response finished (client gone, reset).
-    public var onClose: (() -> Void)?
+    package var onClose: (() -> Void)?
     /// Called once when the exchange ends: `true` when the response was finished, `false`
     /// when it was aborted or the connection ended first. For access logs and metrics.
-    public var onComplete: ((_ finished: Bool) -> Void)?
+    package var onComplete: ((_ finished: Bool) -> Void)?
     /// Fields that handlers add to the exchange's access-log line (a token fetched for it, a
     /// replay after a 401).
-    public var logFields: [String: String] = [:]
+    package var logFields: [String: String] = [:]
 
     private weak var connection: HTTPConnection?
     /// The handler's body callback; when it is called is the connection's state machine's
     /// decision.
     private var bodyHandler: ((RequestBodyEvent) -> Void)?
     /// Whether ``sendHead(_:)`` (or ``respond(_:)``) was called.
-    public var responseStarted: Bool { self.responseStatus != nil }
+    package var responseStarted: Bool { self.responseStatus != nil }
     /// Whether ``finish()``, ``respond(_:)`` or ``abort()`` was called, or the connection
     /// ended: the handler's side of the exchange is over, and later calls are ignored.
-    public private(set) var isComplete = false
+    package private(set) var isComplete = false
     /// The response status sent (nil before the head), for the access log.
-    public private(set) var responseStatus: Int?
+    package private(set) var responseStatus: Int?
     /// Body bytes handed to ``sendBody(_:)``.
-    public private(set) var responseBodyBytes = 0
+    package private(set) var responseBodyBytes = 0
 
     init(head: HTTPRequestHead, remoteAddress: String, context: SerialContext, connection: HTTPConnection) {
         self.head = head
@@ -63,7 +63,7 @@ public final class HTTPExchange {
 
     /// Starts delivering the request body to `handler`: bytes as they arrive, then `.end`.
     /// A request without a body gets `.end` at once.
-    public func readBody(_ handler: @escaping (RequestBodyEvent) -> Void) {
+    package func readBody(_ handler: @escaping (RequestBodyEvent) -> Void) {
         self.assertInContext()
         guard self.bodyHandler == nil, !self.isComplete else { return }
         self.bodyHandler = handler
@@ -71,13 +71,13 @@ public final class HTTPExchange {
     }
 
     /// Stops reading the body from the client until ``resumeBody()``.
-    public func pauseBody() {
+    package func pauseBody() {
         self.assertInContext()
         self.connection?.exchangePauseBody(self)
     }
 
     /// Resumes reading the body.
-    public func resumeBody() {
+    package func resumeBody() {
         self.assertInContext()
         self.connection?.exchangeResumeBody(self)
     }
@@ -85,14 +85,14 @@ public final class HTTPExchange {
     /// Whether more body bytes can be sent without growing the output buffer past its mark;
     /// false once the exchange ended (the client may have gone), so that a producer's
     /// `while isWritable` loop stops.
-    public var isWritable: Bool {
+    package var isWritable: Bool {
         self.assertInContext()
         guard !self.isComplete else { return false }
         return self.connection?.isWritable ?? false
     }
 
     /// Sends the response head. The connection adds the framing fields.
-    public func sendHead(_ head: HTTPResponseHead) {
+    package func sendHead(_ head: HTTPResponseHead) {
         self.assertInContext()
         guard !self.responseStarted, !self.isComplete else { return }
         self.responseStatus = head.status
@@ -101,7 +101,7 @@ public final class HTTPExchange {
 
     /// Sends part of the response body.
     /// Bytes beyond an announced `Content-Length` are not sent: the exchange is aborted.
-    public func sendBody(_ bytes: some Collection<UInt8>) {
+    package func sendBody(_ bytes: some Collection<UInt8>) {
         self.assertInContext()
         guard self.responseStarted, !self.isComplete else { return }
         self.responseBodyBytes += bytes.count
@@ -110,7 +110,7 @@ public final class HTTPExchange {
 
     /// Ends the response. A body shorter than the `Content-Length` its head announced cannot
     /// be finished: the connection is aborted instead (reported as not finished).
-    public func finish() {
+    package func finish() {
         self.assertInContext()
         guard self.responseStarted, !self.isComplete else { return }
         self.isComplete = true
@@ -120,7 +120,7 @@ public final class HTTPExchange {
 
     /// Runs `body` with the writes it makes coalesced into one flush at its end: for
     /// producers that have a head, body parts and the end at hand together.
-    public func batch(_ body: (HTTPExchange) -> Void) {
+    package func batch(_ body: (HTTPExchange) -> Void) {
         self.assertInContext()
         guard let connection = self.connection else {
             body(self)
@@ -130,7 +130,7 @@ public final class HTTPExchange {
     }
 
     /// Sends a complete in-memory response and finishes.
-    public func respond(_ response: HTTPResponse) {
+    package func respond(_ response: HTTPResponse) {
         self.assertInContext()
         guard !self.responseStarted, !self.isComplete else { return }
         self.responseStatus = response.head.status
@@ -148,7 +148,7 @@ public final class HTTPExchange {
 
     /// Ends the exchange without completing the response: the client connection is closed,
     /// so the client can tell the body is incomplete (never a fake complete body).
-    public func abort() {
+    package func abort() {
         self.assertInContext()
         guard !self.isComplete else { return }
         self.isComplete = true
@@ -193,7 +193,7 @@ public final class HTTPExchange {
 extension HTTPExchange: Sendable {}
 
 /// Serves exchanges: the seam between the HTTP server and what the proxy does with a request.
-public protocol HTTPExchangeHandler: Sendable {
+package protocol HTTPExchangeHandler: Sendable {
     /// Called in the exchange's context once a request head is complete. The handler must
     /// eventually respond (``HTTPExchange/respond(_:)``, or head, body and finish) or abort.
     func handle(_ exchange: HTTPExchange)
@@ -205,5 +205,5 @@ public protocol HTTPExchangeHandler: Sendable {
 
 extension HTTPExchangeHandler {
     /// Rejections are not reported by default.
-    public func requestRejected(_ error: ProxyError, remoteAddress: String) {}
+    package func requestRejected(_ error: ProxyError, remoteAddress: String) {}
 }

@@ -14,7 +14,7 @@ import Synchronization
 /// Each listener accepts on its own queue; each accepted connection gets a serial queue of
 /// its own targeting a shared concurrent queue, so connections run in parallel while each
 /// stays single-threaded.
-public final class HTTPServer: Sendable {
+package final class HTTPServer: Sendable {
     private struct Registry {
         var connections: [ObjectIdentifier: QueueBound<HTTPConnection>] = [:]
         var listeners: [Listener] = []
@@ -31,7 +31,7 @@ public final class HTTPServer: Sendable {
     private let acceptCount = Atomic<Int>(0)
 
     /// Creates a server; ``bind(_:)`` starts listening.
-    public init(settings: ConnectionSettings, maxConnections: Int, handler: any HTTPExchangeHandler, logger: Logger) {
+    package init(settings: ConnectionSettings, maxConnections: Int, handler: any HTTPExchangeHandler, logger: Logger) {
         self.settings = settings
         self.maxConnections = maxConnections
         self.handler = handler
@@ -39,18 +39,18 @@ public final class HTTPServer: Sendable {
     }
 
     /// The number of open client connections.
-    public var openConnections: Int {
+    package var openConnections: Int {
         self.registry.withLock { $0.connections.count }
     }
 
     /// How many connections were accepted since start, refused ones included.
-    public var acceptedConnections: Int {
+    package var acceptedConnections: Int {
         self.acceptCount.load(ordering: .relaxed)
     }
 
     /// Listens on `address` and starts accepting; returns the address actually bound.
     @discardableResult
-    public func bind(_ address: ListenAddress) throws(SystemError) -> ListenAddress {
+    package func bind(_ address: ListenAddress) throws(SystemError) -> ListenAddress {
         let bound = try Socket.listen(on: address)
         let queue = DispatchQueue(label: "tokenproxy.accept.\(bound.address)")
         let logger = self.logger
@@ -128,7 +128,7 @@ public final class HTTPServer: Sendable {
 
     /// Stops accepting, lets in-flight exchanges finish and closes idle connections; calls
     /// `completion` once every connection and every listening socket is closed.
-    public func drain(completion: @escaping @Sendable () -> Void) {
+    package func drain(completion: @escaping @Sendable () -> Void) {
         // The listening sockets close on their queues; completion waits for them too, so that
         // nothing is listening any more once it runs.
         let listenersClosed = DispatchGroup()
@@ -157,7 +157,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops accepting on every listener without touching open connections.
-    public func closeListeners() {
+    package func closeListeners() {
         let listeners = self.registry.withLock { registry in
             defer { registry.listeners = [] }
             return registry.listeners

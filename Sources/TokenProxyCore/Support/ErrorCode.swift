@@ -1,6 +1,6 @@
 /// An error type whose stable codes are the cases of `Base`: ``ProxyError``,
 /// ``LoginError`` and ``TokenStoreError``.
-public protocol ErrorCodeFamily {
+package protocol ErrorCodeFamily {
     /// The family's codes, each with its stable identifier as the raw value.
     associatedtype Base: RawRepresentable, Hashable, Sendable where Base.RawValue == String
 }
@@ -9,7 +9,7 @@ public protocol ErrorCodeFamily {
 /// `Base` enum; the codes are `static let` values in an extension of `ErrorCode` constrained
 /// to the family, so a code is compared, hashed and printed the same way in every family,
 /// and matching on codes outside the family never needs to be exhaustive.
-public struct ErrorCode<Family: ErrorCodeFamily>: Sendable, Hashable, CustomStringConvertible {
+package struct ErrorCode<Family: ErrorCodeFamily>: Sendable, Hashable, CustomStringConvertible {
     /// The case this code stands for.
     let base: Family.Base
 
@@ -19,5 +19,5 @@ public struct ErrorCode<Family: ErrorCodeFamily>: Sendable, Hashable, CustomStri
     }
 
     /// The stable identifier (`token_unavailable`), as logs, error bodies and scripts see it.
-    public var description: String { self.base.rawValue }
+    package var description: String { self.base.rawValue }
 }

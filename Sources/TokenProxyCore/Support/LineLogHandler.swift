@@ -17,9 +17,9 @@ import Logging
 ///   metadata is merged only when both sides have some.
 /// - `json`: one object per line with Elastic Common Schema field names (``JSONLogLine``):
 ///   `@timestamp`, `log.level`, `log.logger`, `message`, then the metadata.
-public struct LineLogHandler: LogHandler {
+package struct LineLogHandler: LogHandler {
     /// How a line is written; the raw values are `--log-format`'s.
-    public enum Format: String, Sendable, CaseIterable {
+    package enum Format: String, Sendable, CaseIterable {
         case text
         case json
     }
@@ -28,25 +28,25 @@ public struct LineLogHandler: LogHandler {
     private let format: Format
     private let writer: LogWriter
     /// Metadata added to every message from this handler.
-    public var metadata: Logger.Metadata = [:]
+    package var metadata: Logger.Metadata = [:]
     /// The minimum level written.
-    public var logLevel: Logger.Level = .info
+    package var logLevel: Logger.Level = .info
 
     /// Creates a handler for `label` writing `format` lines to `writer`.
-    public init(label: String, format: Format, writer: LogWriter = .standardError) {
+    package init(label: String, format: Format, writer: LogWriter = .standardError) {
         self.label = label
         self.format = format
         self.writer = writer
     }
 
     /// Metadata by key.
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { self.metadata[key] }
         set { self.metadata[key] = newValue }
     }
 
     /// Writes one line.
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         let merged: Logger.Metadata
         if let explicit = event.metadata, !explicit.isEmpty {
             merged = self.metadata.isEmpty ? explicit : self.metadata.merging(explicit) { $1 }

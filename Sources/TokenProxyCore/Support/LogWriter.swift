@@ -17,13 +17,13 @@ import Foundation
 ///
 /// `@unchecked Sendable`: every stored property is either immutable or guarded by
 /// `condition`.
-public final class LogWriter: @unchecked Sendable {
+package final class LogWriter: @unchecked Sendable {
     /// The process's standard error.
-    public static let standardError = LogWriter(descriptor: STDERR_FILENO)
+    package static let standardError = LogWriter(descriptor: STDERR_FILENO)
 
     /// Bytes waiting for the writer above which new lines are dropped. The writer may hold
     /// as much again while it writes, so this also bounds the memory a stalled reader costs.
-    public static let defaultLimit = 1 << 20
+    package static let defaultLimit = 1 << 20
 
     /// How long the writer lets lines gather after a write before it looks again.
     private static let gatherMicroseconds: UInt32 = 1000
@@ -40,20 +40,20 @@ public final class LogWriter: @unchecked Sendable {
 
     /// A writer to `descriptor`, which it does not close. Its thread starts with the first
     /// line and lives as long as the process.
-    public init(descriptor: Int32, limit: Int = LogWriter.defaultLimit) {
+    package init(descriptor: Int32, limit: Int = LogWriter.defaultLimit) {
         self.descriptor = descriptor
         self.limit = limit
     }
 
     /// Sets what is told, on the writer's thread, how many lines were dropped since the last
     /// report: a logger through this writer turns it into a line of the log's own format.
-    public func reportDrops(_ reporter: @escaping @Sendable (Int) -> Void) {
+    package func reportDrops(_ reporter: @escaping @Sendable (Int) -> Void) {
         self.condition.withLock { self.dropReporter = reporter }
     }
 
     /// Queues one line (its bytes as given, newline included), or drops it when the buffer
     /// is full. Never waits for the descriptor.
-    public func append(_ line: some Collection<UInt8>) {
+    package func append(_ line: some Collection<UInt8>) {
         self.condition.lock()
         defer { self.condition.unlock() }
         guard self.pending.count + line.count <= self.limit else {
@@ -72,7 +72,7 @@ public final class LogWriter: @unchecked Sendable {
     /// Waits until every line queued so far is written, for at most `timeout`; returns
     /// whether it was. For the end of the process, never for a thread serving connections.
     @discardableResult
-    public func flush(timeout: Duration) -> Bool {
+    package func flush(timeout: Duration) -> Bool {
         let (seconds, attoseconds) = timeout.components
         let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
         self.condition.lock()

@@ -4,12 +4,12 @@
 /// body and the `X-Tokenproxy-Error` header, `docs/architecture.md`, "Errors"), a human-readable message
 /// and, where known, the route and provider it concerns. Mapping a code to its HTTP status
 /// happens only in ``ProxyError/Code/status``; rendering the body only in ``ErrorResponse``.
-public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible, ErrorCodeFamily {
+package struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible, ErrorCodeFamily {
     /// A stable code of this family (``ErrorCode``).
-    public typealias Code = ErrorCode<ProxyError>
+    package typealias Code = ErrorCode<ProxyError>
 
     /// The cases behind the codes; use the ``Code`` values.
-    public enum Base: String, Sendable {
+    package enum Base: String, Sendable {
         case badRequest = "bad_request"
         case loginRequired = "login_required"
         case hostNotAllowed = "host_not_allowed"
@@ -30,16 +30,16 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible, E
     }
 
     /// What went wrong, as a stable code.
-    public var code: Code
+    package var code: Code
     /// A sentence for people; never contains a secret.
-    public var message: String
+    package var message: String
     /// The route's name, when a route was matched.
-    public var route: String?
+    package var route: String?
     /// The provider's name, when a provider was involved.
-    public var provider: String?
+    package var provider: String?
 
     /// Creates an error with its code, message and optional route and provider names.
-    public init(_ code: Code, _ message: String, route: String? = nil, provider: String? = nil) {
+    package init(_ code: Code, _ message: String, route: String? = nil, provider: String? = nil) {
         self.code = code
         self.message = message
         self.route = route
@@ -47,48 +47,48 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible, E
     }
 
     /// `code: message`, for logs.
-    public var description: String { "\(self.code): \(self.message)" }
+    package var description: String { "\(self.code): \(self.message)" }
 }
 
 extension ErrorCode where Family == ProxyError {
     /// 400: the request is malformed or ambiguous (RFC 9112 framing, forbidden characters).
-    public static let badRequest = Self(.badRequest)
+    package static let badRequest = Self(.badRequest)
     /// 401: the route's provider has no usable grant; `tokenproxy login NAME` is needed.
-    public static let loginRequired = Self(.loginRequired)
+    package static let loginRequired = Self(.loginRequired)
     /// 403: the `Host` (or absolute-form authority) is not an allowed host.
-    public static let hostNotAllowed = Self(.hostNotAllowed)
+    package static let hostNotAllowed = Self(.hostNotAllowed)
     /// 403: the configured `require_header` is missing or wrong.
-    public static let headerRequired = Self(.headerRequired)
+    package static let headerRequired = Self(.headerRequired)
     /// 403: a browser request from another site (`Origin`, `Sec-Fetch-Site`).
-    public static let crossSiteRequest = Self(.crossSiteRequest)
+    package static let crossSiteRequest = Self(.crossSiteRequest)
     /// 404: no route matches the request.
-    public static let noRoute = Self(.noRoute)
+    package static let noRoute = Self(.noRoute)
     /// 405: CONNECT and TRACE are never served.
-    public static let methodNotAllowed = Self(.methodNotAllowed)
+    package static let methodNotAllowed = Self(.methodNotAllowed)
     /// 408: the request head did not arrive within the header deadline.
-    public static let requestTimeout = Self(.requestTimeout)
+    package static let requestTimeout = Self(.requestTimeout)
     /// 414: the request line is longer than `limits.max_request_line_bytes`.
-    public static let uriTooLong = Self(.uriTooLong)
+    package static let uriTooLong = Self(.uriTooLong)
     /// 431: the header section exceeds `limits.max_header_bytes` or `max_header_count`.
-    public static let headersTooLarge = Self(.headersTooLarge)
+    package static let headersTooLarge = Self(.headersTooLarge)
     /// 505: a well-formed request line naming an HTTP major version other than 1.
-    public static let versionNotSupported = Self(.versionNotSupported)
+    package static let versionNotSupported = Self(.versionNotSupported)
     /// 502: the provider's token endpoint failed.
-    public static let tokenUnavailable = Self(.tokenUnavailable)
+    package static let tokenUnavailable = Self(.tokenUnavailable)
     /// 502: the upstream could not be reached or failed before answering.
-    public static let upstreamUnreachable = Self(.upstreamUnreachable)
+    package static let upstreamUnreachable = Self(.upstreamUnreachable)
     /// 503: the proxy is draining connections before exit.
-    public static let shuttingDown = Self(.shuttingDown)
+    package static let shuttingDown = Self(.shuttingDown)
     /// 503: `limits.max_connections` is reached.
-    public static let tooManyConnections = Self(.tooManyConnections)
+    package static let tooManyConnections = Self(.tooManyConnections)
     /// 504: the upstream did not answer within its timeout.
-    public static let upstreamTimeout = Self(.upstreamTimeout)
+    package static let upstreamTimeout = Self(.upstreamTimeout)
     /// 413: a body the proxy must hold whole (a form body an OAuth 1 provider signs) is larger
     /// than `limits.replay_buffer_bytes`.
-    public static let bodyTooLarge = Self(.bodyTooLarge)
+    package static let bodyTooLarge = Self(.bodyTooLarge)
 
     /// The HTTP status this code is answered with: the one place that mapping lives.
-    public var status: Int {
+    package var status: Int {
         switch self.base {
         case .badRequest: return 400
         case .loginRequired: return 401
@@ -108,7 +108,7 @@ extension ErrorCode where Family == ProxyError {
 
     /// Whether the request's framing may be in doubt after this error, so the connection
     /// must close once the answer is sent (400, 408, 413, 414, 431: `docs/http-behaviour.md`).
-    public var closesConnection: Bool {
+    package var closesConnection: Bool {
         switch self.base {
         case .badRequest, .requestTimeout, .uriTooLong, .headersTooLarge, .versionNotSupported,
             .tooManyConnections, .shuttingDown, .bodyTooLarge:

@@ -12,25 +12,25 @@ import Synchronization
 /// `@unchecked Sendable` is sound because the value is only reachable through ``value``,
 /// which checks that the caller holds the context's gate; a value may therefore travel to
 /// another thread, but is only touched under its own context.
-public struct QueueBound<Value>: @unchecked Sendable {
+package struct QueueBound<Value>: @unchecked Sendable {
     private let storage: Value
     /// The context that owns the value.
-    public let context: SerialContext
+    package let context: SerialContext
 
     /// Wraps `value`, owned by `context`.
-    public init(_ value: Value, context: SerialContext) {
+    package init(_ value: Value, context: SerialContext) {
         self.storage = value
         self.context = context
     }
 
     /// The value; the caller must hold the context (run on its queue through it).
-    public var value: Value {
+    package var value: Value {
         precondition(self.context.isCurrent, "a queue-bound value was touched outside its context")
         return self.storage
     }
 
     /// Runs `body` with the value on the owning queue, from any thread.
-    public func execute(_ body: @escaping @Sendable (Value) -> Void) {
+    package func execute(_ body: @escaping @Sendable (Value) -> Void) {
         self.context.async {
             body(self.storage)
         }
@@ -38,7 +38,7 @@ public struct QueueBound<Value>: @unchecked Sendable {
 
     /// Runs `body` at once when the caller already holds the context, otherwise like
     /// ``execute(_:)``. Only for callers that hold no state `body` could reenter.
-    public func executeNowOrLater(_ body: @escaping @Sendable (Value) -> Void) {
+    package func executeNowOrLater(_ body: @escaping @Sendable (Value) -> Void) {
         if self.context.isCurrent {
             body(self.storage)
         } else {

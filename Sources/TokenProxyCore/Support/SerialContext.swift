@@ -19,9 +19,9 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: the gate serializes everything run through it; `owner` is only
 /// written by the thread holding the gate.
-public final class SerialContext: @unchecked Sendable {
+package final class SerialContext: @unchecked Sendable {
     /// The queue that runs the connection's events and hand-offs.
-    public let queue: DispatchQueue
+    package let queue: DispatchQueue
     /// A plain pthread mutex: its trylock fails in user space, without a system call, which
     /// matters since a busy gate is the engines' everyday case.
     private let gate: UnsafeMutablePointer<pthread_mutex_t>
@@ -32,7 +32,7 @@ public final class SerialContext: @unchecked Sendable {
     private var inPlace = false
 
     /// Creates a context over `queue`, which must be serial.
-    public init(queue: DispatchQueue) {
+    package init(queue: DispatchQueue) {
         self.queue = queue
         self.gate = .allocate(capacity: 1)
         pthread_mutex_init(self.gate, nil)
@@ -44,12 +44,12 @@ public final class SerialContext: @unchecked Sendable {
     }
 
     /// Whether the calling thread holds the gate.
-    public var isCurrent: Bool {
+    package var isCurrent: Bool {
         self.owner.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
     /// Runs `body` on the queue, holding the gate.
-    public func async(_ body: @escaping @Sendable () -> Void) {
+    package func async(_ body: @escaping @Sendable () -> Void) {
         self.queue.async { self.run(body) }
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The version string reported by `status` and `--version`.
-public enum TokenProxyVersion {
+package enum TokenProxyVersion {
     /// The current version.
-    public static let current = "0.1.0"
+    package static let current = "0.1.0"
 }

@@ -16,11 +16,11 @@ import Synchronization
 /// ``acceptReserve`` of the limit is refused, an upstream socket within half of it is not
 /// used. The numbers left free serve what must never fail: libdispatch opens
 /// `/proc/<tid>/stat` to watch its threads and stops the process when it cannot.
-public enum DescriptorLimit {
+package enum DescriptorLimit {
     private static let cachedSoftLimit = Atomic<Int>(0)
 
     /// The current soft limit (read once, then kept; ``raiseSoftLimit()`` updates it).
-    public static var softLimit: Int {
+    package static var softLimit: Int {
         let cached = self.cachedSoftLimit.load(ordering: .relaxed)
         if cached > 0 { return cached }
         var limit = rlimit()
@@ -33,11 +33,11 @@ public enum DescriptorLimit {
     /// The lowest soft limit `serve` starts with: the engines' eventfds and libcurl's wake-up
     /// pairs, the listeners, the log writer and libdispatch's own descriptors need about 20,
     /// and libdispatch stops the process with SIGILL when it cannot open one it needs.
-    public static let minimumToServe = 32
+    package static let minimumToServe = 32
 
     /// The descriptor numbers at the top of the table that client connections never hold:
     /// an eighth of the limit, at least 16 and at most 512.
-    public static var acceptReserve: Int {
+    package static var acceptReserve: Int {
         min(max(self.softLimit / 8, 16), 512)
     }
 
@@ -61,7 +61,7 @@ public enum DescriptorLimit {
     /// `worker_rlimit_nofile` do), or to the kernel's `fs.nr_open` when the hard limit is
     /// unlimited. Returns the soft and hard limits now in force.
     @discardableResult
-    public static func raiseSoftLimit() -> (soft: Int, hard: Int) {
+    package static func raiseSoftLimit() -> (soft: Int, hard: Int) {
         var limit = rlimit()
         guard getrlimit(nofile, &limit) == 0 else { return (self.softLimit, self.softLimit) }
         if limit.rlim_cur < limit.rlim_max {

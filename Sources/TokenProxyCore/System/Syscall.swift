@@ -15,14 +15,14 @@ enum IOResult<Value> {
 }
 
 /// A failed system call: the call's name and `errno`.
-public struct SystemError: Error, Sendable, CustomStringConvertible {
+package struct SystemError: Error, Sendable, CustomStringConvertible {
     /// The system call that failed.
-    public var call: String
+    package var call: String
     /// The `errno` it set.
-    public var errno: Int32
+    package var errno: Int32
 
     /// `call: strerror(errno)`.
-    public var description: String {
+    package var description: String {
         "\(self.call): \(String(cString: strerror(self.errno)))"
     }
 }

@@ -16,7 +16,7 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: the multi handle and `transfers` are touched only on the event
 /// thread; the inbox is behind its mutex; writing the eventfd is thread-safe.
-public final class CurlEngine: @unchecked Sendable {
+package final class CurlEngine: @unchecked Sendable {
     /// What another thread asks of the engine.
     private enum Command {
         case add(CurlTransfer)
@@ -57,7 +57,7 @@ public final class CurlEngine: @unchecked Sendable {
     /// nothing due (tests make it long, so that a missed wake-up shows as a hang). Fails when
     /// the process has no descriptor left for the wake-up eventfd or libcurl no memory for
     /// its multi handle.
-    public init(name: String = "tp-curl", idleWait: Duration = .seconds(1)) throws(SystemError) {
+    package init(name: String = "tp-curl", idleWait: Duration = .seconds(1)) throws(SystemError) {
         self.idleWaitMilliseconds = Int(min(max(idleWait.milliseconds, 1), Int64(Int32.max)))
         CurlGlobal.initialize()
         let wakeup = tp_wakeup_eventfd()
@@ -73,18 +73,18 @@ public final class CurlEngine: @unchecked Sendable {
     }
 
     /// Starts `transfer`. Its callbacks run on the event thread from now on.
-    public func add(_ transfer: CurlTransfer) {
+    package func add(_ transfer: CurlTransfer) {
         self.send(.add(transfer))
     }
 
     /// Resumes a transfer one of whose directions was paused for lack of data or room.
-    public func resume(_ transfer: CurlTransfer) {
+    package func resume(_ transfer: CurlTransfer) {
         self.resumesRequested.add(1, ordering: .relaxed)
         self.send(.resume(transfer))
     }
 
     /// Stops a transfer: its upstream connection is closed if the exchange was incomplete.
-    public func cancel(_ transfer: CurlTransfer) {
+    package func cancel(_ transfer: CurlTransfer) {
         self.send(.cancel(transfer))
     }
 
@@ -207,12 +207,12 @@ extension CurlEngine {
     /// How many engines `serve` runs unless told otherwise: one per processor, as nginx's
     /// `worker_processes auto` does, at most 8 (each engine keeps its own upstream
     /// connections, so more engines mean more idle connections to every upstream).
-    public static var defaultCount: Int {
+    package static var defaultCount: Int {
         min(8, max(1, ProcessInfo.processInfo.activeProcessorCount))
     }
 
     /// `count` new engines (at least one), their threads named `tp-curl-N`.
-    public static func make(count: Int) throws(SystemError) -> [CurlEngine] {
+    package static func make(count: Int) throws(SystemError) -> [CurlEngine] {
         var engines: [CurlEngine] = []
         for index in 0..<max(1, count) {
             engines.append(try CurlEngine(name: "tp-curl-\(index)"))

@@ -18,7 +18,7 @@ import Synchronization
 ///
 /// Threads: the `engine*` fields are touched only on the engine thread; ``Shared`` is
 /// the state both sides touch, behind its mutex. That makes `@unchecked Sendable` sound.
-public final class CurlTransfer: @unchecked Sendable {
+package final class CurlTransfer: @unchecked Sendable {
     /// TLS, protocol and timeout settings taken from the route and the limits.
     struct Options: Sendable {
         var allowPlainHTTP: Bool

@@ -3,37 +3,37 @@ import Synchronization
 /// Sends the proxy's own HTTP requests through the same libcurl engine as client traffic,
 /// with the same rules: verified TLS, no redirects, https unless allowed, no environment
 /// proxy. The response body is buffered up to a limit.
-public struct UpstreamFetcher: Sendable {
+package struct UpstreamFetcher: Sendable {
     private let engine: CurlEngine
 
     /// Creates a fetcher over `engine`.
-    public init(engine: CurlEngine) {
+    package init(engine: CurlEngine) {
         self.engine = engine
     }
 
     /// What to send.
-    public struct Request: Sendable {
+    package struct Request: Sendable {
         /// The method.
-        public var method: String
+        package var method: String
         /// The absolute URL.
-        public var url: String
+        package var url: String
         /// The header fields.
-        public var headers: HTTPHeaders
+        package var headers: HTTPHeaders
         /// The body, if any.
-        public var body: [UInt8]?
+        package var body: [UInt8]?
         /// Whether `http://` is allowed (`allow_insecure_endpoints`).
-        public var allowPlainHTTP: Bool
+        package var allowPlainHTTP: Bool
         /// Trust for the endpoint (`ca_file`), else the system store.
-        public var caFile: String?
+        package var caFile: String?
         /// Connect timeout in seconds.
-        public var connectTimeout: Double
+        package var connectTimeout: Double
         /// Seconds until the response head must have arrived.
-        public var timeout: Double
+        package var timeout: Double
         /// Largest body accepted; a larger one fails the request.
-        public var maximumBodyBytes: Int
+        package var maximumBodyBytes: Int
 
         /// Creates a request; the defaults suit token endpoints.
-        public init(
+        package init(
             method: String,
             url: String,
             headers: HTTPHeaders = HTTPHeaders(),
@@ -58,7 +58,7 @@ public struct UpstreamFetcher: Sendable {
 
     /// Sends `request`; `completion` runs once, on the engine, with the response or the error
     /// (502 `upstream_unreachable`, 504 `upstream_timeout` codes, for the caller to rewrap).
-    public func fetch(
+    package func fetch(
         _ request: Request,
         completion: @escaping @Sendable (Result<UpstreamResponse, ProxyError>) -> Void
     ) {

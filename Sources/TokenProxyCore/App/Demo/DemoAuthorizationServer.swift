@@ -4,27 +4,27 @@ import Synchronization
 /// The `tokenproxy demo` authorization server: a client-credentials token endpoint on
 /// loopback that issues short-lived random tokens, and can say whether a token is valid.
 /// For the demo only; it is not an OAuth server to deploy.
-public final class DemoAuthorizationServer: HTTPExchangeHandler, Sendable {
+package final class DemoAuthorizationServer: HTTPExchangeHandler, Sendable {
     /// The demo client's id.
-    public let clientID = "demo-client"
+    package let clientID = "demo-client"
     /// The demo client's secret, random per run.
-    public let clientSecret: String
+    package let clientSecret: String
     /// Seconds each token lives.
-    public let lifetime: Int
+    package let lifetime: Int
     private let issued = Mutex<[String: ContinuousClock.Instant]>([:])
     private let count = Mutex(0)
 
     /// Creates the server with a fresh random secret.
-    public init(lifetime: Int = 30) {
+    package init(lifetime: Int = 30) {
         self.clientSecret = SecureRandom.hex(16)
         self.lifetime = lifetime
     }
 
     /// How many tokens were issued so far.
-    public var tokensIssued: Int { self.count.withLock { $0 } }
+    package var tokensIssued: Int { self.count.withLock { $0 } }
 
     /// Whether `token` was issued here and has not expired.
-    public func isValid(_ token: String) -> Bool {
+    package func isValid(_ token: String) -> Bool {
         self.issued.withLock { issued in
             guard let expiry = issued[token] else { return false }
             return ContinuousClock.now < expiry
@@ -32,7 +32,7 @@ public final class DemoAuthorizationServer: HTTPExchangeHandler, Sendable {
     }
 
     /// Answers `POST /token`.
-    public func handle(_ exchange: HTTPExchange) {
+    package func handle(_ exchange: HTTPExchange) {
         var body: [UInt8] = []
         exchange.readBody { [self] event in
             switch event {

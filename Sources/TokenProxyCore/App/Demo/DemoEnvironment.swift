@@ -4,19 +4,19 @@ import Logging
 /// Everything `tokenproxy demo` runs on this machine: the demo authorization server and
 /// upstream on ephemeral loopback ports, and the proxy in front with a `client_credentials`
 /// provider for them. Nothing leaves the machine.
-public final class DemoEnvironment: Sendable {
+package final class DemoEnvironment: Sendable {
     /// The proxy.
-    public let service: ProxyService
+    package let service: ProxyService
     /// The demo authorization server.
-    public let authorization: DemoAuthorizationServer
+    package let authorization: DemoAuthorizationServer
     /// Where the proxy listens.
-    public let proxyAddress: ListenAddress
+    package let proxyAddress: ListenAddress
     /// The upstream's port, to show that it refuses requests without a token.
-    public let upstreamPort: UInt16
+    package let upstreamPort: UInt16
     private let servers: [HTTPServer]
 
     /// Starts the demo with the proxy on `listen`.
-    public static func start(listen: ListenAddress, logger: Logger) throws -> DemoEnvironment {
+    package static func start(listen: ListenAddress, logger: Logger) throws -> DemoEnvironment {
         let authorization = DemoAuthorizationServer()
         let settings = ConnectionSettings()
         let authServer = HTTPServer(settings: settings, maxConnections: 256, handler: authorization, logger: logger)
@@ -83,7 +83,7 @@ public final class DemoEnvironment: Sendable {
     }
 
     /// What to try, for people.
-    public var instructions: String {
+    package var instructions: String {
         let proxy = "http://\(self.proxyAddress)"
         let tries = [
             ("curl -i http://127.0.0.1:\(self.upstreamPort)/hello", "the API alone: 401, no token"),
@@ -110,7 +110,7 @@ public final class DemoEnvironment: Sendable {
     }
 
     /// Stops the proxy and the demo servers.
-    public func stop(completion: @escaping @Sendable () -> Void) {
+    package func stop(completion: @escaping @Sendable () -> Void) {
         for server in self.servers {
             server.closeListeners()
         }

@@ -3,16 +3,16 @@ import Synchronization
 
 /// The `tokenproxy demo` upstream: an API that answers only requests bearing a token the demo
 /// authorization server issued, and 401 otherwise.
-public struct DemoUpstream: HTTPExchangeHandler {
+package struct DemoUpstream: HTTPExchangeHandler {
     private let authorization: DemoAuthorizationServer
 
     /// Creates the upstream trusting `authorization`'s tokens.
-    public init(authorization: DemoAuthorizationServer) {
+    package init(authorization: DemoAuthorizationServer) {
         self.authorization = authorization
     }
 
     /// Answers any path.
-    public func handle(_ exchange: HTTPExchange) {
+    package func handle(_ exchange: HTTPExchange) {
         exchange.readBody { event in
             guard case .end = event else { return }
             let header = exchange.head.headers.first("Authorization") ?? ""

@@ -9,13 +9,13 @@ import Synchronization
 ///
 /// ``run(timeout:present:)`` blocks its thread until the login ends: call it from the
 /// command line's own thread.
-public final class AuthorizationCodeLogin: Sendable {
+package final class AuthorizationCodeLogin: Sendable {
     /// What the person is shown.
-    public struct Prompt: Sendable {
+    package struct Prompt: Sendable {
         /// The authorization URL to open in a browser.
-        public var url: String
+        package var url: String
         /// Where the browser comes back to.
-        public var redirectURI: String
+        package var redirectURI: String
     }
 
     private let provider: ProviderConfiguration
@@ -25,7 +25,7 @@ public final class AuthorizationCodeLogin: Sendable {
     private let logger: Logger
 
     /// A login for `provider`, storing the tokens in `store`.
-    public init(
+    package init(
         provider: ProviderConfiguration,
         fetcher: UpstreamFetcher,
         store: any TokenStore,
@@ -48,7 +48,7 @@ public final class AuthorizationCodeLogin: Sendable {
     /// Runs the login: `present` gets the URL once the listener is up; the tokens are stored
     /// when the browser comes back with a code and the exchange succeeds, or the login fails
     /// after `timeout` seconds.
-    public func run(timeout: Double, present: (Prompt) -> Void) -> Result<LoginResult, LoginError> {
+    package func run(timeout: Double, present: (Prompt) -> Void) -> Result<LoginResult, LoginError> {
         let endpoints: DiscoveredEndpoints
         switch self.client.loginEndpoints() {
         case .failure(let error): return .failure(error)

@@ -6,17 +6,17 @@ import Logging
 /// person approved, refused, or the code expired. Works on a machine with no browser.
 ///
 /// ``run(present:)`` blocks its thread: call it from the command line's own thread.
-public final class DeviceCodeLogin: Sendable {
+package final class DeviceCodeLogin: Sendable {
     /// What the person is shown (RFC 8628 §3.3).
-    public struct Prompt: Sendable, Equatable {
+    package struct Prompt: Sendable, Equatable {
         /// The code to enter.
-        public var userCode: String
+        package var userCode: String
         /// Where to enter it.
-        public var verificationURI: String
+        package var verificationURI: String
         /// A URI that includes the code, when the server offers one (for a QR code or a click).
-        public var verificationURIComplete: String?
+        package var verificationURIComplete: String?
         /// Seconds the code stays valid.
-        public var expiresIn: Double
+        package var expiresIn: Double
     }
 
     private let provider: ProviderConfiguration
@@ -27,7 +27,7 @@ public final class DeviceCodeLogin: Sendable {
 
     /// A login for `provider`, storing the tokens in `store`. `sleep` waits between polls
     /// (a test passes one that records the intervals instead).
-    public init(
+    package init(
         provider: ProviderConfiguration,
         fetcher: UpstreamFetcher,
         store: any TokenStore,
@@ -42,7 +42,7 @@ public final class DeviceCodeLogin: Sendable {
     }
 
     /// Runs the login; `present` gets the user code and verification URI.
-    public func run(present: (Prompt) -> Void) -> Result<LoginResult, LoginError> {
+    package func run(present: (Prompt) -> Void) -> Result<LoginResult, LoginError> {
         let endpoints: DiscoveredEndpoints
         switch self.client.loginEndpoints() {
         case .failure(let error): return .failure(error)

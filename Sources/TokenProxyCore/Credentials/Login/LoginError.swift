@@ -1,11 +1,11 @@
 /// Why `tokenproxy login` (or `logout`) did not complete. The message says what happened
 /// and never contains a token, code or secret.
-public struct LoginError: Error, Sendable, Equatable, CustomStringConvertible, ErrorCodeFamily {
+package struct LoginError: Error, Sendable, Equatable, CustomStringConvertible, ErrorCodeFamily {
     /// A stable code of this family (``ErrorCode``).
-    public typealias Code = ErrorCode<LoginError>
+    package typealias Code = ErrorCode<LoginError>
 
     /// The cases behind the codes; use the ``Code`` values.
-    public enum Base: String, Sendable {
+    package enum Base: String, Sendable {
         case notInteractive = "not_interactive"
         case endpointMissing = "endpoint_missing"
         case listenFailed = "listen_failed"
@@ -18,36 +18,36 @@ public struct LoginError: Error, Sendable, Equatable, CustomStringConvertible, E
     }
 
     /// What went wrong.
-    public var code: Code
+    package var code: Code
     /// What happened, for the user.
-    public var message: String
+    package var message: String
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { self.message }
+    package var description: String { self.message }
 }
 
 extension ErrorCode where Family == LoginError {
     /// The provider's grant has no interactive login.
-    public static let notInteractive = Self(.notInteractive)
+    package static let notInteractive = Self(.notInteractive)
     /// An endpoint the login needs is neither configured nor discovered.
-    public static let endpointMissing = Self(.endpointMissing)
+    package static let endpointMissing = Self(.endpointMissing)
     /// The loopback redirect listener could not be opened.
-    public static let listenFailed = Self(.listenFailed)
+    package static let listenFailed = Self(.listenFailed)
     /// Nobody completed the login in time.
-    public static let timedOut = Self(.timedOut)
+    package static let timedOut = Self(.timedOut)
     /// The user or the authorization server refused (`access_denied`).
-    public static let denied = Self(.denied)
+    package static let denied = Self(.denied)
     /// The device code expired before it was approved (`expired_token`).
-    public static let expired = Self(.expired)
+    package static let expired = Self(.expired)
     /// The callback carried an error, a foreign `iss`, or no code.
-    public static let callbackRejected = Self(.callbackRejected)
+    package static let callbackRejected = Self(.callbackRejected)
     /// The token endpoint refused the code or the device code.
-    public static let exchangeFailed = Self(.exchangeFailed)
+    package static let exchangeFailed = Self(.exchangeFailed)
     /// The tokens could not be stored.
-    public static let store = Self(.store)
+    package static let store = Self(.store)
 }

@@ -7,26 +7,26 @@ import Logging
 /// A revocation the provider could not take now (503, another 5xx, 429, no connection) is
 /// kept in the store as pending and retried by the next `logout`, which also sends every
 /// other pending revocation. ``run()`` blocks its thread.
-public final class Logout: Sendable {
+package final class Logout: Sendable {
     /// What happened to each token.
-    public struct Report: Sendable, Equatable {
+    package struct Report: Sendable, Equatable {
         /// Whether the store held tokens for the provider.
-        public var hadTokens = false
+        package var hadTokens = false
         /// `token_type_hint`s revoked now, in order.
-        public var revoked: [String] = []
+        package var revoked: [String] = []
         /// Revocations kept for later, each with the reason.
-        public var pending: [String] = []
+        package var pending: [String] = []
         /// Revocations the provider refused for good, each with the reason.
-        public var refused: [String] = []
+        package var refused: [String] = []
         /// Earlier pending revocations sent successfully this time.
-        public var retriedPending = 0
+        package var retriedPending = 0
         /// Whether no revocation endpoint was known (tokens deleted locally only).
-        public var noRevocationEndpoint = false
+        package var noRevocationEndpoint = false
         /// Whether the stored tokens were obtained under other provider settings (another
         /// issuer, client or endpoint) and so were deleted without being sent anywhere.
-        public var otherSettings = false
+        package var otherSettings = false
         /// Why discovery of the revocation endpoint failed; then nothing was deleted.
-        public var discoveryFailure: String?
+        package var discoveryFailure: String?
     }
 
     private let provider: ProviderConfiguration
@@ -35,7 +35,7 @@ public final class Logout: Sendable {
     private let timeout: Double
 
     /// A logout for `provider` from `store`.
-    public init(provider: ProviderConfiguration, fetcher: UpstreamFetcher, store: any TokenStore, limits: Limits) {
+    package init(provider: ProviderConfiguration, fetcher: UpstreamFetcher, store: any TokenStore, limits: Limits) {
         self.provider = provider
         self.client = TokenEndpointClient(provider: provider, fetcher: fetcher, limits: limits)
         self.store = store
@@ -43,7 +43,7 @@ public final class Logout: Sendable {
     }
 
     /// Revokes, deletes and reports; fails only when the store cannot be read or written.
-    public func run() -> Result<Report, TokenStoreError> {
+    package func run() -> Result<Report, TokenStoreError> {
         var report = Report()
         let name = self.provider.name
         let lock: any TokenStoreLock

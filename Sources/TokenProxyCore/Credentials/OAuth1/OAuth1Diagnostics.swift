@@ -3,20 +3,20 @@
 /// (`docs/oauth1.md`). No secret is part of it: the base string and the parameters never
 /// hold one, and the signature (which for PLAINTEXT is the secrets themselves) is only
 /// given when asked for.
-public struct OAuth1Diagnostics: Sendable {
+package struct OAuth1Diagnostics: Sendable {
     /// The signature base string (RFC 5849 §3.4.1.1).
-    public var baseString: String
+    package var baseString: String
     /// The normalised parameters, encoded, in signing order.
-    public var parameters: [(name: String, value: String)]
+    package var parameters: [(name: String, value: String)]
     /// The `Authorization` header, its `oauth_signature` hidden unless asked for.
-    public var header: String
+    package var header: String
     /// The signature, when asked for.
-    public var signature: String?
+    package var signature: String?
 
     /// Signs `method` on `url` with `form` (an `application/x-www-form-urlencoded` body, or
     /// nil) for `provider` as a forwarded request would be, with a fresh nonce and the time
     /// now, or with `nonce` and `timestamp` when given (to reproduce an example).
-    public static func sign(
+    package static func sign(
         provider: ProviderConfiguration,
         method: String,
         url: String,

@@ -17,9 +17,9 @@ import Foundation
 /// crash leaves the old contents or the new, never a mix. A file that is not a token store
 /// is moved aside and reported, never overwritten; one that is open to other users, owned
 /// by another user or a symbolic link is refused (RFC 6819 §5.3.3).
-public final class FileTokenStore: TokenStore {
+package final class FileTokenStore: TokenStore {
     /// The store file's path.
-    public let path: String
+    package let path: String
     /// The directory holding the store, its lock files and its temporary files.
     let directory: String
     /// The configured `encryption_key`, resolved on every use (a key file may change).
@@ -33,7 +33,7 @@ public final class FileTokenStore: TokenStore {
 
     /// A store at `path`, encrypted under `encryptionKey` when one is given. Nothing is
     /// touched until the first use; directories are created by the first write.
-    public convenience init(path: String, encryptionKey: Secret?) {
+    package convenience init(path: String, encryptionKey: Secret?) {
         self.init(path: path, encryptionKey: encryptionKey, faults: nil)
     }
 
@@ -46,7 +46,7 @@ public final class FileTokenStore: TokenStore {
     }
 
     /// The file's path, for messages.
-    public var location: String { self.path }
+    package var location: String { self.path }
 
     /// The store-wide lock file, `PATH.lock`.
     var lockPath: String { self.path + ".lock" }
@@ -54,7 +54,7 @@ public final class FileTokenStore: TokenStore {
     /// The contents, read under the shared store lock. A file that is not a token store is
     /// moved aside (under the exclusive lock) and reported with both paths; the read after
     /// that finds no file and returns an empty store.
-    public func read() throws(TokenStoreError) -> TokenStoreContents {
+    package func read() throws(TokenStoreError) -> TokenStoreContents {
         let lock: Int32?
         do {
             lock = try syscallBlocking("open(\(self.lockPath))", self.openLockFile())
@@ -86,7 +86,7 @@ public final class FileTokenStore: TokenStore {
 
     /// Re-reads the contents under the exclusive store lock, applies `body` and, when it
     /// changed anything, writes the result atomically before releasing the lock.
-    public func update<Result>(_ body: (inout TokenStoreContents) -> Result) throws(TokenStoreError) -> Result {
+    package func update<Result>(_ body: (inout TokenStoreContents) -> Result) throws(TokenStoreError) -> Result {
         try StoreFileSystem.createDirectories(self.directory)
         let lock = try StoreFileSystem.call("open(\(self.lockPath))", self.openLockFile())
         defer { StoreFileSystem.closeQuietly(lock) }
@@ -106,7 +106,7 @@ public final class FileTokenStore: TokenStore {
 
     /// Takes the provider's lock file, `PATH.NAME.lock`, exclusively (see
     /// ``FileTokenStoreLock``), polling until `deadline`.
-    public func lockProvider(
+    package func lockProvider(
         _ name: String,
         deadline: ContinuousClock.Instant
     ) throws(TokenStoreError) -> any TokenStoreLock {

@@ -5,24 +5,24 @@ import Synchronization
 /// restart and nothing is shared with other processes. Its provider locks exclude the
 /// sources of one process from each other (after a reload, the old and the new source of a
 /// provider may both be fetching).
-public final class MemoryTokenStore: TokenStore {
+package final class MemoryTokenStore: TokenStore {
     private let contents = Mutex(TokenStoreContents())
     private let held = Mutex<Set<String>>([])
 
     /// Creates an empty store.
-    public init() {}
+    package init() {}
 
-    public var location: String { "memory" }
+    package var location: String { "memory" }
 
-    public func read() throws(TokenStoreError) -> TokenStoreContents {
+    package func read() throws(TokenStoreError) -> TokenStoreContents {
         self.contents.withLock { $0 }
     }
 
-    public func update<Result>(_ body: (inout TokenStoreContents) -> Result) throws(TokenStoreError) -> Result {
+    package func update<Result>(_ body: (inout TokenStoreContents) -> Result) throws(TokenStoreError) -> Result {
         self.contents.withLock { body(&$0) }
     }
 
-    public func lockProvider(
+    package func lockProvider(
         _ name: String,
         deadline: ContinuousClock.Instant
     ) throws(TokenStoreError) -> any TokenStoreLock {

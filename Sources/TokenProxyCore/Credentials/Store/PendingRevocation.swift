@@ -2,20 +2,20 @@ import Foundation
 
 /// A token `logout` could not revoke because the provider was unavailable (RFC 7009 §2.2.1:
 /// 503); kept so the revocation is retried later.
-public struct PendingRevocation: Codable, Sendable, Equatable {
+package struct PendingRevocation: Codable, Sendable, Equatable {
     /// The provider the token belonged to.
-    public var provider: String
+    package var provider: String
     /// The token to revoke.
-    public var token: String
+    package var token: String
     /// `refresh_token` or `access_token` (RFC 7009 §2.1 `token_type_hint`).
-    public var tokenTypeHint: String
+    package var tokenTypeHint: String
     /// The revocation endpoint it is sent to.
-    public var revocationURL: String
+    package var revocationURL: String
     /// When the first attempt failed.
-    public var since: Date
+    package var since: Date
 
     /// Creates a pending revocation.
-    public init(provider: String, token: String, tokenTypeHint: String, revocationURL: String, since: Date) {
+    package init(provider: String, token: String, tokenTypeHint: String, revocationURL: String, since: Date) {
         self.provider = provider
         self.token = token
         self.tokenTypeHint = tokenTypeHint

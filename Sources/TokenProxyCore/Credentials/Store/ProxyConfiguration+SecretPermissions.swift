@@ -3,7 +3,7 @@ extension ProxyConfiguration {
     /// this process's user that group or others may read or write, and any file that others
     /// may write; and a token store file or directory open to group or others or owned by
     /// another user. Each names the command that fixes it. These refuse start-up.
-    public func secretPermissionProblems() -> [ConfigurationProblem] {
+    package func secretPermissionProblems() -> [ConfigurationProblem] {
         var problems: [ConfigurationProblem] = []
         for (path, file) in self.secretFiles {
             if let problem = Self.permissionProblem(file) {

@@ -2,32 +2,32 @@ import Foundation
 
 /// What the token store keeps for one provider (`docs/token-store.md`): the tokens, when the
 /// access token expires on the wall clock, and the last failure for `tokenproxy status`.
-public struct StoredGrant: Codable, Sendable, Equatable {
+package struct StoredGrant: Codable, Sendable, Equatable {
     /// The access token, when one was obtained.
-    public var accessToken: String?
+    package var accessToken: String?
     /// The `token_type` the endpoint sent with it (`Bearer`, `DPoP`, `N_A`, ...).
-    public var tokenType: String?
+    package var tokenType: String?
     /// When the access token expires; nil means "until a 401".
-    public var expiresAt: Date?
+    package var expiresAt: Date?
     /// The refresh token: the newest of a rotating chain, or what `login` obtained.
-    public var refreshToken: String?
+    package var refreshToken: String?
     /// The scope the endpoint granted, when it said.
-    public var scope: String?
+    package var scope: String?
     /// When the tokens were obtained.
-    public var obtainedAt: Date?
+    package var obtainedAt: Date?
     /// SHA-256 (hex) over the provider settings the tokens were obtained under (grant,
     /// endpoints, client, scopes, and the configured `refresh_token` seed): tokens obtained
     /// under other settings are not used, and a new seed starts a new refresh chain.
-    public var configFingerprint: String?
+    package var configFingerprint: String?
     /// The refresh token was refused (`invalid_grant`): nothing is tried until a login.
-    public var needsLogin: Bool?
+    package var needsLogin: Bool?
     /// The last failure obtaining a token (no secret in it), for `status`.
-    public var lastError: String?
+    package var lastError: String?
     /// When ``lastError`` happened.
-    public var lastErrorAt: Date?
+    package var lastErrorAt: Date?
 
     /// Creates a record.
-    public init(
+    package init(
         accessToken: String? = nil,
         tokenType: String? = nil,
         expiresAt: Date? = nil,

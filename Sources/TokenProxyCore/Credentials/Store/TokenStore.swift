@@ -7,7 +7,7 @@ import Foundation
 /// one file never lose each other's writes. A refresh holds the provider's own lock across
 /// the token request, so processes sharing a store refresh once and re-read rather than
 /// race: a rotated refresh token is never spent twice.
-public protocol TokenStore: Sendable {
+package protocol TokenStore: Sendable {
     /// "memory", or the file's path: for messages.
     var location: String { get }
 

@@ -2,7 +2,7 @@ extension TokenStoreConfiguration {
     /// The store this configuration describes: a ``MemoryTokenStore`` for `"memory"`, else a
     /// ``FileTokenStore`` at the path, encrypted when `encryption_key` is set. Nothing is read
     /// or created until the store is first used.
-    public func makeStore() -> any TokenStore {
+    package func makeStore() -> any TokenStore {
         switch self {
         case .memory:
             return MemoryTokenStore()

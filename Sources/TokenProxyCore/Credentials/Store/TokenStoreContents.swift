@@ -1,14 +1,14 @@
 import Foundation
 
 /// Everything in a token store.
-public struct TokenStoreContents: Codable, Sendable, Equatable {
+package struct TokenStoreContents: Codable, Sendable, Equatable {
     /// Provider name → its tokens.
-    public var grants: [String: StoredGrant]
+    package var grants: [String: StoredGrant]
     /// Revocations still to send.
-    public var pendingRevocations: [PendingRevocation]
+    package var pendingRevocations: [PendingRevocation]
 
     /// Creates contents (empty by default).
-    public init(grants: [String: StoredGrant] = [:], pendingRevocations: [PendingRevocation] = []) {
+    package init(grants: [String: StoredGrant] = [:], pendingRevocations: [PendingRevocation] = []) {
         self.grants = grants
         self.pendingRevocations = pendingRevocations
     }
@@ -19,7 +19,7 @@ public struct TokenStoreContents: Codable, Sendable, Equatable {
     }
 
     /// Decodes leniently about the lists: a store written without pending revocations is fine.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.grants = try container.decodeIfPresent([String: StoredGrant].self, forKey: .grants) ?? [:]
         self.pendingRevocations =

@@ -1,12 +1,12 @@
 import Foundation
 
 /// Why the token store could not be used. The message says what to do about it.
-public struct TokenStoreError: Error, Sendable, Equatable, CustomStringConvertible, ErrorCodeFamily {
+package struct TokenStoreError: Error, Sendable, Equatable, CustomStringConvertible, ErrorCodeFamily {
     /// A stable code of this family (``ErrorCode``).
-    public typealias Code = ErrorCode<TokenStoreError>
+    package typealias Code = ErrorCode<TokenStoreError>
 
     /// The cases behind the codes; use the ``Code`` values.
-    public enum Base: String, Sendable {
+    package enum Base: String, Sendable {
         case corrupt
         case unsupportedVersion = "unsupported_version"
         case decryptionFailed = "decryption_failed"
@@ -17,32 +17,32 @@ public struct TokenStoreError: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     /// What went wrong.
-    public var code: Code
+    package var code: Code
     /// What happened and how to fix it; never contains a token.
-    public var message: String
+    package var message: String
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { "token store: \(self.message)" }
+    package var description: String { "token store: \(self.message)" }
 }
 
 extension ErrorCode where Family == TokenStoreError {
     /// The file is not a token store (not JSON, truncated); it was moved aside.
-    public static let corrupt = Self(.corrupt)
+    package static let corrupt = Self(.corrupt)
     /// The file names a format version this build does not know; it was moved aside.
-    public static let unsupportedVersion = Self(.unsupportedVersion)
+    package static let unsupportedVersion = Self(.unsupportedVersion)
     /// The file is encrypted and `encryption_key` does not open it (left untouched).
-    public static let decryptionFailed = Self(.decryptionFailed)
+    package static let decryptionFailed = Self(.decryptionFailed)
     /// The file is encrypted and no `encryption_key` is configured (left untouched).
-    public static let encryptionKeyMissing = Self(.encryptionKeyMissing)
+    package static let encryptionKeyMissing = Self(.encryptionKeyMissing)
     /// The file or its directory is open to group or others, or owned by another user.
-    public static let insecurePermissions = Self(.insecurePermissions)
+    package static let insecurePermissions = Self(.insecurePermissions)
     /// The provider's lock was not obtained before the deadline.
-    public static let lockTimeout = Self(.lockTimeout)
+    package static let lockTimeout = Self(.lockTimeout)
     /// A system call failed (the message names it and errno).
-    public static let io = Self(.io)
+    package static let io = Self(.io)
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A held provider lock. Released by ``release()`` or when the value is deinitialized.
-public protocol TokenStoreLock: Sendable {
+package protocol TokenStoreLock: Sendable {
     /// Releases the lock; further calls do nothing.
     func release()
 }
