@@ -17,7 +17,8 @@ package struct HTTPResponseHead: Sendable, Equatable {
     var fieldsChecked = false
 
     /// Creates a response head.
-    package init(status: Int, reason: String? = nil, headers: HTTPHeaders = HTTPHeaders(), contentLength: Int64? = nil) {
+    package init(status: Int, reason: String? = nil, headers: HTTPHeaders = HTTPHeaders(), contentLength: Int64? = nil)
+    {
         self.status = status
         self.reason = reason
         self.headers = headers
