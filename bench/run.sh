@@ -1,46 +1,67 @@
 #!/usr/bin/env bash
-# Runs tokenproxy and nginx side by side in one run against the same HTTPS upstream (nginx)
-# and prints a table: requests/s and latency at 1 and 64 connections, an 8 MiB download,
-# and tokenproxy's memory, with the tokenproxy/nginx ratios. tokenproxy runs three times, once
-# per upstream engine design (`poll`, the default, `epoll` and `dispatch`), so all are measured,
-# and once more as `poll` with every answer sent through the connection's queue instead of
-# written in place (TOKENPROXY_ANSWERS_IN_PLACE=0).
+# Runs tokenproxy beside its peers, nginx, HAProxy and Caddy, each adding a fixed
+# Authorization header in front of the same local HTTPS nginx upstream (TLS verified, logs
+# off, kept-alive upstream connections), and prints medians with their spread and the ratio
+# to nginx:
+#   - 1 KiB at 1 and 64 connections, against an upstream that closes a connection after
+#     1,000 requests (nginx's default `keepalive_requests`, so proxies reconnect as with real
+#     upstreams) and against one that keeps it open;
+#   - an 8 MiB download at 1 connection;
+#   - scaling: requests/s and p99 at 1, 64, 256 and 1,024 connections;
+#   - memory: resident memory with 10,000 idle kept-alive client connections, per connection.
+# The machine is assumed shared and noisy: the proxies are measured in turn, measurement by
+# measurement, for ROUNDS rounds, and each figure is the median with the range of the rounds.
 #
-#   bench/run.sh                 # 10 s per measurement
-#   DURATION=30 bench/run.sh     # longer runs
-#   UPSTREAM_HTTP2=1 bench/run.sh  # let the upstream offer HTTP/2 (tokenproxy negotiates it by ALPN)
+#   bench/run.sh                           # DURATION=5 s per measurement, ROUNDS=3
+#   DURATION=10 ROUNDS=5 bench/run.sh      # longer
+#   DURATION=2 ROUNDS=1 IDLE=2000 bench/run.sh   # a quick check of the script
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DURATION=${DURATION:-10}
-UPSTREAM_PORT=${UPSTREAM_PORT:-18443}
-NGINX_PROXY_PORT=${NGINX_PROXY_PORT:-18080}
-TOKENPROXY_PORT=${TOKENPROXY_PORT:-18081}
-TOKENPROXY_DISPATCH_PORT=${TOKENPROXY_DISPATCH_PORT:-18082}
-TOKENPROXY_EPOLL_PORT=${TOKENPROXY_EPOLL_PORT:-18083}
-TOKENPROXY_QUEUE_PORT=${TOKENPROXY_QUEUE_PORT:-18084}
+DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-3}
+IDLE=${IDLE:-10000}
+BASE_PORT=${BASE_PORT:-18400}
+UPSTREAM_CLOSING=$BASE_PORT          # closes after 1,000 requests
+UPSTREAM_KEEPING=$((BASE_PORT + 1))  # keeps connections open
+declare -A PORT=([nginx]=$((BASE_PORT + 10)) [haproxy]=$((BASE_PORT + 11)) [caddy]=$((BASE_PORT + 12))
+    [tokenproxy]=$((BASE_PORT + 13)))
+PROXIES=(nginx haproxy caddy tokenproxy)
 
+# Tools: wrk, the proxies, openssl; libcurl's headers for the build (as scripts/test.sh).
 need=()
-# The build needs libcurl's headers (as in .ci/run); the measurements need wrk, nginx, openssl.
 for package in libcurl4-openssl-dev pkg-config; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || need+=("$package")
 done
 command -v wrk >/dev/null || need+=(wrk)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
+command -v caddy >/dev/null || need+=(caddy)
 command -v openssl >/dev/null || need+=(openssl)
+command -v python3 >/dev/null || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
+# Enough descriptors for the idle connections on both ends.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+[ "$(ulimit -n)" -ge $((IDLE * 2 + 1000)) ] || { echo "ulimit -n is below $((IDLE * 2 + 1000)); lower IDLE" >&2; exit 2; }
 
 # Built as the Dockerfile builds it (static Swift runtime, linked by lld with packed relative
-# relocations), in a scratch folder of its own.
-build=(swift build -c release --static-swift-stdlib --product tokenproxy --scratch-path .build-bench
-    -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
-"${build[@]}" >/dev/null
-TOKENPROXY="$("${build[@]}" --show-bin-path)/tokenproxy"
+# relocations), in a scratch folder of its own; TOKENPROXY=/path/to/binary measures another.
+if [ -z "${TOKENPROXY:-}" ]; then
+    build=(swift build -c release --static-swift-stdlib --product tokenproxy --scratch-path .build-bench
+        -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
+    "${build[@]}" >/dev/null
+    TOKENPROXY="$("${build[@]}" --show-bin-path)/tokenproxy"
+fi
 
 work=$(mktemp -d /tmp/tokenproxy-bench.XXXXXX)
+declare -A PID=()
 pids=()
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -49,7 +70,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Certificates: a CA and a server certificate for 127.0.0.1.
 ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
 openssl req -x509 "${ec[@]}" -keyout "$work/ca.key" -out "$work/ca.pem" -days 2 -subj "/CN=bench CA" \
     -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
@@ -58,63 +78,109 @@ printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n
 openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
     -out "$work/server.pem" -days 2 -extfile "$work/server.ext" 2>/dev/null
 
-mkdir -p "$work/www" "$work/upstream" "$work/proxy"
+mkdir -p "$work/www" "$work/upstream" "$work/nginx" "$work/caddy"
 head -c 1024 /dev/zero | tr '\0' 'a' > "$work/www/1k"
 head -c $((8 * 1024 * 1024)) /dev/urandom > "$work/www/8m"
 user=""
 [ "$(id -u)" = 0 ] && user="user root;"
-http2=""
-[ "${UPSTREAM_HTTP2:-0}" = 1 ] && http2=" http2"
-
-common="$user
-worker_processes auto;
-events { worker_connections 4096; }"
 temps() {
-    echo "client_body_temp_path $1/tmp-body; proxy_temp_path $1/tmp-proxy; fastcgi_temp_path $1/tmp-fcgi;
-          uwsgi_temp_path $1/tmp-uwsgi; scgi_temp_path $1/tmp-scgi;"
+    echo "client_body_temp_path $1/b; proxy_temp_path $1/p; fastcgi_temp_path $1/f; uwsgi_temp_path $1/u;
+          scgi_temp_path $1/s;"
 }
 
 cat > "$work/upstream/nginx.conf" <<CONF
-$common
+$user
+worker_processes auto;
+events { worker_connections 8192; }
 pid $work/upstream/nginx.pid;
 error_log $work/upstream/error.log warn;
 http {
   access_log off;
   $(temps "$work/upstream")
-  keepalive_requests 1000000;
+  ssl_certificate $work/server.pem;
+  ssl_certificate_key $work/server.key;
+  root $work/www;
+  server { listen 127.0.0.1:$UPSTREAM_CLOSING ssl; keepalive_requests 1000; }
+  server { listen 127.0.0.1:$UPSTREAM_KEEPING ssl; keepalive_requests 100000000; }
+}
+CONF
+
+cat > "$work/nginx/nginx.conf" <<CONF
+$user
+worker_processes auto;
+worker_rlimit_nofile $((IDLE * 2 + 1000));
+events { worker_connections $((IDLE + 1000)); }
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+http {
+  access_log off;
+  $(temps "$work/nginx")
+  keepalive_requests 100000000;
+  upstream closing { server 127.0.0.1:$UPSTREAM_CLOSING; keepalive 64; }
+  upstream keeping { server 127.0.0.1:$UPSTREAM_KEEPING; keepalive 64; }
+  proxy_http_version 1.1;
+  proxy_set_header Connection "";
+  proxy_set_header Authorization "Bearer bench-token";
+  proxy_ssl_verify on;
+  proxy_ssl_trusted_certificate $work/ca.pem;
+  proxy_ssl_name localhost;
+  proxy_ssl_session_reuse on;
+  proxy_buffering off;
   server {
-    listen 127.0.0.1:$UPSTREAM_PORT ssl$http2;
-    ssl_certificate $work/server.pem;
-    ssl_certificate_key $work/server.key;
-    root $work/www;
+    listen 127.0.0.1:${PORT[nginx]};
+    location /closing/ { proxy_pass https://closing/; }
+    location /keeping/ { proxy_pass https://keeping/; }
   }
 }
 CONF
 
-cat > "$work/proxy/nginx.conf" <<CONF
-$common
-pid $work/proxy/nginx.pid;
-error_log $work/proxy/error.log warn;
-http {
-  access_log off;
-  $(temps "$work/proxy")
-  keepalive_requests 1000000;
-  upstream backend {
-    server 127.0.0.1:$UPSTREAM_PORT;
-    keepalive 64;
+cat > "$work/haproxy.cfg" <<CONF
+global
+  maxconn $((IDLE + 1000))
+  nbthread $(nproc)
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  timeout http-keep-alive 60s
+frontend bench
+  bind 127.0.0.1:${PORT[haproxy]}
+  http-request set-header Authorization "Bearer bench-token"
+  use_backend closing if { path_beg /closing/ }
+  default_backend keeping
+backend closing
+  http-request replace-path /closing(/.*) \1
+  http-reuse always
+  server up 127.0.0.1:$UPSTREAM_CLOSING ssl verify required ca-file $work/ca.pem sni str(localhost)
+backend keeping
+  http-request replace-path /keeping(/.*) \1
+  http-reuse always
+  server up 127.0.0.1:$UPSTREAM_KEEPING ssl verify required ca-file $work/ca.pem sni str(localhost)
+CONF
+
+cat > "$work/caddy/Caddyfile" <<CONF
+{
+  admin off
+  auto_https off
+}
+http://127.0.0.1:${PORT[caddy]} {
+  handle_path /closing/* {
+    reverse_proxy https://127.0.0.1:$UPSTREAM_CLOSING {
+      header_up Authorization "Bearer bench-token"
+      transport http {
+        tls_trusted_ca_certs $work/ca.pem
+        tls_server_name localhost
+      }
+    }
   }
-  server {
-    listen 127.0.0.1:$NGINX_PROXY_PORT;
-    location / {
-      proxy_pass https://backend;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Authorization "Bearer bench-token";
-      proxy_ssl_verify on;
-      proxy_ssl_trusted_certificate $work/ca.pem;
-      proxy_ssl_name localhost;
-      proxy_ssl_session_reuse on;
-      proxy_buffering off;
+  handle_path /keeping/* {
+    reverse_proxy https://127.0.0.1:$UPSTREAM_KEEPING {
+      header_up Authorization "Bearer bench-token"
+      transport http {
+        tls_trusted_ca_certs $work/ca.pem
+        tls_server_name localhost
+      }
     }
   }
 }
@@ -122,115 +188,167 @@ CONF
 
 cat > "$work/proxy.json" <<CONF
 {
-  "listen": "127.0.0.1:TOKENPROXY_LISTEN_PORT",
+  "listen": "127.0.0.1:${PORT[tokenproxy]}",
   "token_store": "memory",
-  "limits": {"max_connections": 4096},
+  "limits": {"max_connections": $((IDLE + 1000))},
   "providers": {"bench": {"grant": "static", "token": {"env": "BENCH_TOKEN"}}},
-  "routes": [{"path_prefix": "/", "upstream": "https://127.0.0.1:$UPSTREAM_PORT", "provider": "bench", "ca_file": "$work/ca.pem"}]
+  "routes": [
+    {"path_prefix": "/closing", "upstream": "https://127.0.0.1:$UPSTREAM_CLOSING", "provider": "bench", "ca_file": "$work/ca.pem"},
+    {"path_prefix": "/keeping", "upstream": "https://127.0.0.1:$UPSTREAM_KEEPING", "provider": "bench", "ca_file": "$work/ca.pem"}
+  ]
 }
 CONF
 
 "$NGINX" -p "$work/upstream" -c "$work/upstream/nginx.conf" -g 'daemon off;' & pids+=($!)
-"$NGINX" -p "$work/proxy" -c "$work/proxy/nginx.conf" -g 'daemon off;' & pids+=($!)
-sed "s/TOKENPROXY_LISTEN_PORT/$TOKENPROXY_PORT/" "$work/proxy.json" > "$work/proxy-poll.json"
-sed "s/TOKENPROXY_LISTEN_PORT/$TOKENPROXY_DISPATCH_PORT/" "$work/proxy.json" > "$work/proxy-dispatch.json"
-sed "s/TOKENPROXY_LISTEN_PORT/$TOKENPROXY_EPOLL_PORT/" "$work/proxy.json" > "$work/proxy-epoll.json"
-sed "s/TOKENPROXY_LISTEN_PORT/$TOKENPROXY_QUEUE_PORT/" "$work/proxy.json" > "$work/proxy-queue.json"
-BENCH_TOKEN=bench-token TOKENPROXY_CURL_ENGINE=poll "$TOKENPROXY" serve --config "$work/proxy-poll.json" \
-    --log-level warning & pids+=($!)
-tokenproxy_pid=$!
-BENCH_TOKEN=bench-token TOKENPROXY_CURL_ENGINE=dispatch "$TOKENPROXY" serve --config "$work/proxy-dispatch.json" \
-    --log-level warning & pids+=($!)
-BENCH_TOKEN=bench-token TOKENPROXY_CURL_ENGINE=epoll "$TOKENPROXY" serve --config "$work/proxy-epoll.json" \
-    --log-level warning & pids+=($!)
-BENCH_TOKEN=bench-token TOKENPROXY_CURL_ENGINE=poll TOKENPROXY_ANSWERS_IN_PLACE=0 "$TOKENPROXY" serve \
-    --config "$work/proxy-queue.json" --log-level warning & pids+=($!)
+"$NGINX" -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' & pids+=($!)
+PID[nginx]=$!
+"$HAPROXY" -f "$work/haproxy.cfg" -db >/dev/null 2>&1 & pids+=($!)
+PID[haproxy]=$!
+HOME=$work/caddy XDG_DATA_HOME=$work/caddy XDG_CONFIG_HOME=$work/caddy \
+    caddy run --config "$work/caddy/Caddyfile" --adapter caddyfile >/dev/null 2>&1 & pids+=($!)
+PID[caddy]=$!
+BENCH_TOKEN=bench-token "$TOKENPROXY" serve --config "$work/proxy.json" --log-level warning & pids+=($!)
+PID[tokenproxy]=$!
 
-for port in "$UPSTREAM_PORT" "$NGINX_PROXY_PORT" "$TOKENPROXY_PORT" "$TOKENPROXY_DISPATCH_PORT" "$TOKENPROXY_EPOLL_PORT" \
-    "$TOKENPROXY_QUEUE_PORT"; do
+for port in "$UPSTREAM_CLOSING" "$UPSTREAM_KEEPING" "${PORT[@]}"; do
     for _ in $(seq 100); do
         (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
         sleep 0.1
     done
 done
-curl -sf "http://127.0.0.1:$TOKENPROXY_PORT/1k" -o /dev/null || { echo "tokenproxy does not answer"; exit 1; }
-curl -sf "http://127.0.0.1:$NGINX_PROXY_PORT/1k" -o /dev/null || { echo "nginx proxy does not answer"; exit 1; }
+for proxy in "${PROXIES[@]}"; do
+    for path in closing keeping; do
+        body=$(curl -sf "http://127.0.0.1:${PORT[$proxy]}/$path/1k") || { echo "$proxy does not answer /$path/1k" >&2; exit 1; }
+        [ "${#body}" = 1024 ] || { echo "$proxy answered /$path/1k with ${#body} bytes" >&2; exit 1; }
+    done
+done
 
-rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
-rss_idle=$(rss "$tokenproxy_pid")
+# The resident memory of a proxy's processes, in KiB (nginx: its master and workers).
+rss() {
+    local pid=$1 total=0 child
+    total=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+    for child in $(pgrep -P "$pid" || true); do
+        total=$((total + $(awk '/VmRSS/ {print $2}' "/proc/$child/status")))
+    done
+    echo "$total"
+}
+tokenproxy_idle_rss=$(rss "${PID[tokenproxy]}")
 
 results="$work/results.tsv"
 : > "$results"
-measure() { # name url connections threads
-    local output
-    output=$(wrk --latency -t "$4" -c "$3" -d "${DURATION}s" "$2")
-    local rps p50 p99 transfer
-    rps=$(echo "$output" | awk '/Requests\/sec/ {print $2}')
-    p50=$(echo "$output" | awk '$1 == "50%" {print $2}')
-    p99=$(echo "$output" | awk '$1 == "99%" {print $2}')
-    transfer=$(echo "$output" | awk '/Transfer\/sec/ {print $2}')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$3" "$rps" "$p50" "$p99" "$transfer" >> "$results"
+measure() { # proxy test connections url
+    local threads=2 output
+    [ "$3" = 1 ] && threads=1
+    output=$(wrk --latency -t "$threads" -c "$3" -d "${DURATION}s" "$4" 2>&1)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
+        "$(echo "$output" | awk '/Requests\/sec/ {print $2}')" \
+        "$(echo "$output" | awk '$1 == "50%" {print $2}')" \
+        "$(echo "$output" | awk '$1 == "99%" {print $2}')" \
+        "$(echo "$output" | awk '/Transfer\/sec/ {print $2}')" >> "$results"
 }
-
-for target in direct nginx tokenproxy tp-queue tp-epoll tp-dispatch; do
-    case $target in
-        direct) base="https://127.0.0.1:$UPSTREAM_PORT" ;;
-        nginx) base="http://127.0.0.1:$NGINX_PROXY_PORT" ;;
-        tokenproxy) base="http://127.0.0.1:$TOKENPROXY_PORT" ;;
-        tp-queue) base="http://127.0.0.1:$TOKENPROXY_QUEUE_PORT" ;;
-        tp-epoll) base="http://127.0.0.1:$TOKENPROXY_EPOLL_PORT" ;;
-        tp-dispatch) base="http://127.0.0.1:$TOKENPROXY_DISPATCH_PORT" ;;
-    esac
-    measure "$target 1k" "$base/1k" 1 1
-    measure "$target 1k" "$base/1k" 64 2
-    measure "$target 8m" "$base/8m" 1 1
+tests=("closing 1k 1" "closing 1k 64" "keeping 1k 64" "closing 1k 256" "closing 1k 1024" "keeping 8m 1")
+for round in $(seq "$ROUNDS"); do
+    echo "round $round of $ROUNDS" >&2
+    measure direct "closing 1k" 1 "https://127.0.0.1:$UPSTREAM_CLOSING/1k"
+    for test in "${tests[@]}"; do
+        read -r path file connections <<< "$test"
+        # Each measurement goes round the proxies, starting with a different one each round.
+        for index in "${!PROXIES[@]}"; do
+            proxy=${PROXIES[$(((index + round) % ${#PROXIES[@]}))]}
+            measure "$proxy" "$path $file" "$connections" "http://127.0.0.1:${PORT[$proxy]}/$path/$file"
+        done
+    done
 done
-rss_loaded=$(rss "$tokenproxy_pid")
 
-python3 - "$results" "$rss_idle" "$rss_loaded" "$DURATION" <<'PY'
+# Idle connections: each proxy in turn holds IDLE kept-alive client connections.
+memory="$work/memory.tsv"
+: > "$memory"
+for proxy in "${PROXIES[@]}"; do
+    before=$(rss "${PID[$proxy]}")
+    coproc IDLER { python3 bench/idle_connections.py 127.0.0.1 "${PORT[$proxy]}" /keeping/1k "$IDLE"; }
+    read -r _ opened <&"${IDLER[0]}"
+    sleep 1
+    after=$(rss "${PID[$proxy]}")
+    printf '%s\t%s\t%s\t%s\n' "$proxy" "$before" "$after" "$opened" >> "$memory"
+    echo >&"${IDLER[1]}"
+    wait "$IDLER_PID" 2>/dev/null || true
+    sleep 2
+done
+
+python3 - "$results" "$memory" "$tokenproxy_idle_rss" "$DURATION" "$ROUNDS" <<'PY'
+import statistics
 import sys
 
+results, memory, idle_rss, duration, rounds = sys.argv[1:6]
+
 def seconds(text):
-    units = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
-    for unit in ("us", "ms", "s"):
+    for unit, factor in (("us", 1e-6), ("ms", 1e-3), ("s", 1.0)):
         if text.endswith(unit):
-            return float(text[: -len(unit)]) * units[unit]
+            return float(text[: -len(unit)]) * factor
     return float("nan")
 
 def megabytes(text):
-    units = {"KB": 1 / 1024, "MB": 1.0, "GB": 1024.0}
-    for unit, factor in units.items():
+    for unit, factor in (("KB", 1 / 1024), ("MB", 1.0), ("GB", 1024.0)):
         if text.endswith(unit):
             return float(text[: -len(unit)]) * factor
-    return float(text.rstrip("B")) / 1048576
+    return float("nan")
 
 rows = {}
-for line in open(sys.argv[1]):
-    name, connections, rps, p50, p99, transfer = line.rstrip("\n").split("\t")
-    rows[(name, int(connections))] = (float(rps), seconds(p50), seconds(p99), megabytes(transfer))
+for line in open(results):
+    proxy, test, connections, rps, p50, p99, transfer = line.rstrip("\n").split("\t")
+    rows.setdefault((proxy, test, int(connections)), []).append(
+        (float(rps or "nan"), seconds(p50), seconds(p99), megabytes(transfer))
+    )
 
-print(f"duration per measurement: {sys.argv[4]} s; tokenproxy RSS idle {int(sys.argv[2]) / 1024:.1f} MiB, "
-      f"after load {int(sys.argv[3]) / 1024:.1f} MiB")
+def median(proxy, test, connections, field):
+    values = [r[field] for r in rows.get((proxy, test, connections), [])]
+    return statistics.median(values) if values else float("nan"), values
+
+def cell(proxy, test, connections, field, scale=1.0, digits=0):
+    value, values = median(proxy, test, connections, field)
+    if not values:
+        return "-"
+    low, high = min(values) * scale, max(values) * scale
+    return f"{value * scale:.{digits}f} ({low:.{digits}f}-{high:.{digits}f})"
+
+proxies = ["nginx", "haproxy", "caddy", "tokenproxy"]
+print(f"{duration} s per measurement, {rounds} rounds, proxies interleaved; median (min-max)")
 print()
-print("tokenproxy = the default engine (poll); tp-queue = poll with answers through the connection's queue; "
-      "tp-epoll = the epoll engine; tp-dispatch = the DispatchSource engine")
-print(f"{'target':<12}{'test':<14}{'req/s':>12}{'p50':>12}{'p99':>12}{'MB/s':>10}")
-for target in ("direct", "nginx", "tokenproxy", "tp-queue", "tp-epoll", "tp-dispatch"):
-    for test, key in (("1k c=1", (f"{target} 1k", 1)), ("1k c=64", (f"{target} 1k", 64)), ("8MiB c=1", (f"{target} 8m", 1))):
-        rps, p50, p99, mbs = rows[key]
-        print(f"{target:<12}{test:<14}{rps:>12.0f}{p50 * 1e3:>10.3f}ms{p99 * 1e3:>10.3f}ms{mbs:>10.1f}")
+print("| 64 connections, 1 KiB | req/s, upstream closes after 1,000 | req/s, upstream keeps | p50 ms | p99 ms | req/s / nginx |")
+print("|---|---|---|---|---|---|")
+nginx64 = median("nginx", "closing 1k", 64, 0)[0]
+for proxy in proxies:
+    ratio = median(proxy, "closing 1k", 64, 0)[0] / nginx64
+    print(f"| {proxy} | {cell(proxy, 'closing 1k', 64, 0)} | {cell(proxy, 'keeping 1k', 64, 0)} "
+          f"| {cell(proxy, 'closing 1k', 64, 1, 1e3, 2)} | {cell(proxy, 'closing 1k', 64, 2, 1e3, 2)} | {ratio:.2f} |")
 print()
-t, n, d = (rows[("tokenproxy 1k", 64)], rows[("nginx 1k", 64)], rows[("direct 1k", 64)])
-print(f"ratio tokenproxy/nginx, 1k c=64 requests/s: {t[0] / n[0]:.2f}  (target >= 1.00)")
-t1, n1, d1 = rows[("tokenproxy 1k", 1)], rows[("nginx 1k", 1)], rows[("direct 1k", 1)]
-print(f"added p50 at c=1: tokenproxy {(t1[1] - d1[1]) * 1e3:.3f} ms, nginx {(n1[1] - d1[1]) * 1e3:.3f} ms  (target: tokenproxy <= nginx)")
-t8, n8 = rows[("tokenproxy 8m", 1)], rows[("nginx 8m", 1)]
-print(f"ratio tokenproxy/nginx, 8 MiB download MB/s: {t8[3] / n8[3]:.2f}  (target >= 0.90)")
-print(f"tokenproxy RSS idle: {int(sys.argv[2]) / 1024:.2f} MiB ({sys.argv[2]} KiB; target < 30 MiB)")
-dp, ep, ep1 = rows[("tp-dispatch 1k", 64)], rows[("tp-epoll 1k", 64)], rows[("tp-epoll 1k", 1)]
-print(f"engines, 1k c=64 requests/s: poll {t[0]:.0f}, epoll {ep[0]:.0f}, dispatch {dp[0]:.0f}; "
-      f"added p50 at c=1: poll {(t1[1] - d1[1]) * 1e3:.3f} ms, epoll {(ep1[1] - d1[1]) * 1e3:.3f} ms")
-qu, qu1 = rows[("tp-queue 1k", 64)], rows[("tp-queue 1k", 1)]
-print(f"answers in place (poll), 1k c=64 requests/s: {t[0]:.0f} against {qu[0]:.0f} through the queue; "
-      f"added p50 at c=1: {(t1[1] - d1[1]) * 1e3:.3f} ms against {(qu1[1] - d1[1]) * 1e3:.3f} ms")
+direct = median("direct", "closing 1k", 1, 1)[0]
+print("| 1 connection | p50 ms | added to a direct request, ms | p99 ms | 8 MiB download MB/s | download / nginx |")
+print("|---|---|---|---|---|---|")
+nginx8 = median("nginx", "keeping 8m", 1, 3)[0]
+for proxy in proxies:
+    p50 = median(proxy, "closing 1k", 1, 1)[0]
+    print(f"| {proxy} | {cell(proxy, 'closing 1k', 1, 1, 1e3, 3)} | {(p50 - direct) * 1e3:.3f} "
+          f"| {cell(proxy, 'closing 1k', 1, 2, 1e3, 2)} | {cell(proxy, 'keeping 8m', 1, 3, 1, 0)} "
+          f"| {median(proxy, 'keeping 8m', 1, 3)[0] / nginx8:.2f} |")
+print(f"(direct to the upstream: p50 {direct * 1e3:.3f} ms)")
+print()
+print("| scaling, 1 KiB, upstream closes after 1,000 | " + " | ".join(f"c={c} req/s, p99 ms" for c in (1, 64, 256, 1024)) + " |")
+print("|---|" + "---|" * 4)
+for proxy in proxies:
+    cells = []
+    for connections in (1, 64, 256, 1024):
+        rps = median(proxy, "closing 1k", connections, 0)[0]
+        p99 = median(proxy, "closing 1k", connections, 2)[0]
+        cells.append(f"{rps:.0f}, {p99 * 1e3:.1f}")
+    print(f"| {proxy} | " + " | ".join(cells) + " |")
+print()
+print("| idle kept-alive client connections | opened | RSS before MiB | RSS with them MiB | bytes per connection |")
+print("|---|---|---|---|---|")
+for line in open(memory):
+    proxy, before, after, opened = line.rstrip("\n").split("\t")
+    per = (int(after) - int(before)) * 1024 / max(int(opened), 1)
+    print(f"| {proxy} | {opened} | {int(before) / 1024:.1f} | {int(after) / 1024:.1f} | {per:.0f} |")
+print()
+print(f"tokenproxy RSS idle before the load: {int(idle_rss) / 1024:.1f} MiB")
 PY
