@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
 
 let package = Package(
@@ -55,3 +56,14 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The libFuzzer targets over the parsers of outside input (`fuzz/README.md`). They exist only
+// when `fuzz/run.sh` builds with TOKENPROXY_FUZZ=1 and the fuzzer sanitizer, which supplies
+// their `main`; in the same package, they reach the core's package and internal parsers.
+if ProcessInfo.processInfo.environment["TOKENPROXY_FUZZ"] == "1" {
+    for name in ["FuzzRequestParser", "FuzzResponseHead", "FuzzConfiguration", "FuzzTokenResponse"] {
+        package.targets.append(
+            .executableTarget(name: name, dependencies: ["TokenProxyCore"], path: "fuzz/Sources/\(name)")
+        )
+    }
+}

@@ -28,11 +28,16 @@ fi
 export SWIFT_BACKTRACE=enable=no
 
 scratch=../.build-fuzz
-# The sanitizer flags are also given to swiftc itself: SwiftPM's --sanitize alone was seen to
-# leave the Swift modules without coverage instrumentation, which makes libFuzzer blind.
-flags=(--package-path . --scratch-path "$scratch" -c debug --sanitize=fuzzer --sanitize=address
+# The fuzz targets are targets of the main package that exist only with TOKENPROXY_FUZZ=1
+# (Package.swift). The sanitizer flags are also given to swiftc itself: SwiftPM's --sanitize
+# alone was seen to leave the Swift modules without coverage instrumentation, which makes
+# libFuzzer blind.
+export TOKENPROXY_FUZZ=1
+flags=(--package-path .. --scratch-path "$scratch" -c debug --sanitize=fuzzer --sanitize=address
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -sanitize-coverage=edge,inline-8bit-counters,pc-table)
-swift build "${flags[@]}"
+for name in "${selected[@]}"; do
+    swift build "${flags[@]}" --product "$name"
+done
 bin=$(swift build "${flags[@]}" --show-bin-path)
 
 mkdir -p artifacts
