@@ -48,8 +48,8 @@ fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
 # Enough descriptors for the idle connections on both ends.
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-[ "$(ulimit -n)" -ge $((IDLE * 2 + 1000)) ] || { echo "ulimit -n is below $((IDLE * 2 + 1000)); lower IDLE" >&2; exit 2; }
+ulimit -n $((IDLE + 1000)) 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+[ "$(ulimit -n)" -ge $((IDLE + 1000)) ] || { echo "ulimit -n is below $((IDLE + 1000)); lower IDLE" >&2; exit 2; }
 
 # Built as the Dockerfile builds it (static Swift runtime, linked by lld with packed relative
 # relocations), in a scratch folder of its own; TOKENPROXY=/path/to/binary measures another.
@@ -108,7 +108,7 @@ CONF
 cat > "$work/nginx/nginx.conf" <<CONF
 $user
 worker_processes auto;
-worker_rlimit_nofile $((IDLE * 2 + 1000));
+worker_rlimit_nofile $((IDLE + 1000));
 events { worker_connections $((IDLE + 1000)); }
 pid $work/nginx/nginx.pid;
 error_log $work/nginx/error.log warn;

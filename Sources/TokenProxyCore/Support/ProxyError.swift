@@ -9,7 +9,7 @@ package struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible, 
     package typealias Code = ErrorCode<ProxyError>
 
     /// The cases behind the codes; use the ``Code`` values.
-    package enum Base: String, Sendable {
+    package enum Base: String, Sendable, CaseIterable {
         case badRequest = "bad_request"
         case loginRequired = "login_required"
         case hostNotAllowed = "host_not_allowed"

@@ -5,7 +5,7 @@ package struct LoginError: Error, Sendable, Equatable, CustomStringConvertible, 
     package typealias Code = ErrorCode<LoginError>
 
     /// The cases behind the codes; use the ``Code`` values.
-    package enum Base: String, Sendable {
+    package enum Base: String, Sendable, CaseIterable {
         case notInteractive = "not_interactive"
         case endpointMissing = "endpoint_missing"
         case listenFailed = "listen_failed"

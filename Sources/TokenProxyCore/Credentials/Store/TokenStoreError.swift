@@ -6,7 +6,7 @@ package struct TokenStoreError: Error, Sendable, Equatable, CustomStringConverti
     package typealias Code = ErrorCode<TokenStoreError>
 
     /// The cases behind the codes; use the ``Code`` values.
-    package enum Base: String, Sendable {
+    package enum Base: String, Sendable, CaseIterable {
         case corrupt
         case unsupportedVersion = "unsupported_version"
         case decryptionFailed = "decryption_failed"
