@@ -11,7 +11,7 @@ struct CheckCommand: ParsableCommand {
     @OptionGroup var options: ConfigOption
 
     func run() throws {
-        let configuration = try ConfigLoader.load(self.options.path)
+        let configuration = try ConfigLoader.load(self.options.path, printWarnings: true)
         for note in configuration.sharedSecretFiles() {
             Console.note("\(note)")
         }

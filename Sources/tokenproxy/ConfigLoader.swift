@@ -2,11 +2,13 @@ import ArgumentParser
 import TokenProxyCore
 
 /// Loading the configuration the same way for every command: every problem printed with its
-/// JSON path and exit 2 on error; warnings printed; secret files that others can read refused
-/// (RFC 6819 §5.3.3).
+/// JSON path and exit 2 on error; secret files that others can read refused (RFC 6819
+/// §5.3.3). Warnings are printed by `check` and `serve` only, so that `token` and `status`
+/// in scripts print nothing but their answer and real errors.
 enum ConfigLoader {
-    /// Loads and validates `path`, applying `listen` when given.
-    static func load(_ path: String, listen: String? = nil) throws -> ProxyConfiguration {
+    /// Loads and validates `path`, applying `listen` when given; prints the warnings when
+    /// `printWarnings`.
+    static func load(_ path: String, listen: String? = nil, printWarnings: Bool = false) throws -> ProxyConfiguration {
         var configuration: ProxyConfiguration
         do {
             configuration = try ProxyConfiguration.load(path: path)
@@ -23,8 +25,10 @@ enum ConfigLoader {
             self.report(path, refused)
             throw ExitStatus.configError
         }
-        for warning in configuration.warnings + configuration.unresolvableSecrets() {
-            Console.warning("\(warning)")
+        if printWarnings {
+            for warning in configuration.warnings + configuration.unresolvableSecrets() {
+                Console.warning("\(warning)")
+            }
         }
         return configuration
     }

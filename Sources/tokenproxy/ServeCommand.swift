@@ -30,7 +30,7 @@ struct ServeCommand: ParsableCommand {
         let logger = Logger(label: "tokenproxy")
         Console.useLogger(self.logFormat == .json ? logger : nil)
 
-        let configuration = try ConfigLoader.load(self.options.path, listen: self.listen)
+        let configuration = try ConfigLoader.load(self.options.path, listen: self.listen, printWarnings: true)
         let store = try ConfigLoader.openStore(configuration)
 
         // Writes to a closed client socket must fail with EPIPE, never kill the process.

@@ -48,7 +48,7 @@ struct StatusCommand: ParsableCommand {
         case (false, true): return "refresh"
         case (false, false):
             switch status.grant {
-            case .staticToken, .command: return "n/a"
+            case .staticToken, .command, .oauth1: return "n/a"
             default: return "none"
             }
         }

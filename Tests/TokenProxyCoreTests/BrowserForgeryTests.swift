@@ -205,5 +205,8 @@ struct BrowserForgeryTests {
             try client.send("GET /api/x HTTP/1.1\r\nHost: localhost\r\n\(headers)\r\n")
             #expect(try client.readResponse().status == status, "\(headers)")
         }
+        // A client on a Unix socket has no address: the upstream is told `unknown` (RFC 7239
+        // §6.3), as a token that no IP parser mistakes for an address.
+        #expect(fixture.upstream.requests.first?.headers.first("X-Forwarded-For") == "unknown")
     }
 }

@@ -23,6 +23,21 @@ import Testing
         return (provider, fixture, config)
     }
 
+    /// `token` and `status` print their answer and real errors only; the configuration's
+    /// warnings (here: no routes) are for `check` and `serve`.
+    @Test func tokenAndStatusLeaveTheWarningsToCheck() throws {
+        let (provider, fixture, config) = try self.setUp()
+        defer { withExtendedLifetime((provider, fixture)) {} }
+        let environment = ["TP_SEED": "seed-1"]
+        let token = try TokenProxyBinary.run(["token", "--config", config, "app"], environment: environment)
+        #expect(token.status == 0, "\(token.stderr)")
+        #expect(token.stderr.isEmpty, "\(token.stderr)")
+        let status = try TokenProxyBinary.run(["status", "--config", config], environment: environment)
+        #expect(!status.stderr.contains("warning:"), "\(status.stderr)")
+        let check = try TokenProxyBinary.run(["check", "--config", config], environment: environment)
+        #expect(check.stderr.contains("warning: routes: no routes"), "\(check.stderr)")
+    }
+
     @Test func twoProcessesAskingAtOnceRefreshOnce() throws {
         let (provider, fixture, config) = try self.setUp()
         provider.refreshDelay = 0.5

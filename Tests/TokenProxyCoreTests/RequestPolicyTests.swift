@@ -28,6 +28,16 @@ struct RequestPolicyTests {
         #expect(!policy.isAllowed(authority: "proxy.internal"))
     }
 
+    /// RFC 9112 §3.2.2: with an absolute-form target, its authority is the host and the Host
+    /// field is ignored, whatever it says.
+    @Test func anAbsoluteFormTargetsAuthorityStandsForHost() {
+        let policy = RequestPolicy(allowedHosts: TestProxy.configuration().allowedHosts, requireHeader: nil)
+        let allowed = head("GET http://localhost:8080/x HTTP/1.1\r\nHost: evil.example\r\n\r\n")
+        #expect(policy.checkAccess(allowed, listener: .withoutOrigin) == nil)
+        let refused = head("GET http://evil.example/x HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(policy.checkAccess(refused, listener: .withoutOrigin)?.code == .hostNotAllowed)
+    }
+
     @Test func wildcardDisablesTheHostCheck() {
         let policy = RequestPolicy(allowedHosts: ["*"], requireHeader: nil)
         #expect(

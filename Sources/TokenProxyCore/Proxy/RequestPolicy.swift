@@ -76,10 +76,12 @@ package struct RequestPolicy: Sendable {
     /// requests from other origins (see ``checkBrowser(_:listener:)``), and the
     /// `require_header` shared secret. `listener` is the listener the request came in on.
     package func checkAccess(_ head: HTTPRequestHead, listener: Listener) -> ProxyError? {
-        if case .absolute(let authority) = head.targetForm, !self.isAllowed(authority: authority) {
-            return ProxyError(.hostNotAllowed, "the request target's host is not an allowed host")
-        }
-        if let host = head.headers.first("Host"), !self.isAllowed(authority: host) {
+        if case .absolute(let authority) = head.targetForm {
+            // RFC 9112 §3.2.2: the target's authority stands for the host, and Host is ignored.
+            guard self.isAllowed(authority: authority) else {
+                return ProxyError(.hostNotAllowed, "the request target's host is not an allowed host")
+            }
+        } else if let host = head.headers.first("Host"), !self.isAllowed(authority: host) {
             return ProxyError(.hostNotAllowed, "Host '\(host)' is not in allowed_hosts")
         }
         if let error = self.checkBrowser(head, listener: listener) {

@@ -48,7 +48,8 @@ package enum UpstreamRequestBuilder {
 
         // X-Forwarded-For accumulates; Proto and Host describe this hop only.
         let forwardedFor = head.headers.values("X-Forwarded-For").joined(separator: ", ")
-        let client = clientAddress == "unix" ? "unix" : clientAddress
+        // A client on a Unix socket has no address; RFC 7239 §6.3 names such a node `unknown`.
+        let client = clientAddress == "unix" ? "unknown" : clientAddress
         headers.add(name: "X-Forwarded-For", value: forwardedFor.isEmpty ? client : "\(forwardedFor), \(client)")
         headers.add(name: "X-Forwarded-Proto", value: "http")
         if let host = head.authority {
