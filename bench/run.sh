@@ -137,6 +137,9 @@ CONF
 cat > "$work/haproxy.cfg" <<CONF
 global
   maxconn $((IDLE + 1000))
+  # HAProxy reserves two descriptors per connection (client and server side); idle client
+  # connections need one, so a limit below twice maxconn is only warned about.
+  no strict-limits
   nbthread $(nproc)
 defaults
   mode http

@@ -94,35 +94,3 @@ package enum GrantType: String, Sendable, Equatable, Hashable, CaseIterable {
         return (Self.commonKeys + Self.allCases.flatMap(\.specificKeys)).filter { seen.insert($0).inserted }
     }
 }
-
-/// How a provider authenticates itself at the token endpoint (`client_auth`, RFC 6749 §2.3).
-package enum ClientAuthMethod: String, Sendable, Equatable, Hashable, CaseIterable {
-    /// HTTP Basic with the client ID and secret (RFC 6749 §2.3.1).
-    case clientSecretBasic = "client_secret_basic"
-    /// The client ID and secret as form parameters (RFC 6749 §2.3.1).
-    case clientSecretPost = "client_secret_post"
-    /// A JWT signed with `client_assertion_key` (RFC 7523 §2.2, OpenID Connect Core §9).
-    case privateKeyJWT = "private_key_jwt"
-    /// No client authentication; `client_id` is sent as a parameter when set (public clients).
-    case none
-}
-
-/// The OAuth 1.0a signature methods (RFC 5849 §3.4, plus the common HMAC-SHA256).
-package enum OAuth1SignatureMethod: String, Sendable, Equatable, CaseIterable {
-    /// RFC 5849 §3.4.2, the default.
-    case hmacSHA1 = "HMAC-SHA1"
-    /// HMAC with SHA-256, as in §3.4.2 with another hash.
-    case hmacSHA256 = "HMAC-SHA256"
-    /// RFC 5849 §3.4.3: `consumer_secret` holds the PEM RSA private key.
-    case rsaSHA1 = "RSA-SHA1"
-    /// RFC 5849 §3.4.4: the secrets themselves (only over TLS).
-    case plaintext = "PLAINTEXT"
-}
-
-/// The JWT signature algorithms for `jwt_bearer` assertions and `private_key_jwt`.
-package enum JWTAlgorithm: String, Sendable, Equatable, CaseIterable {
-    /// RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518 §3.3), the default.
-    case rs256 = "RS256"
-    /// ECDSA P-256 with SHA-256 (RFC 7518 §3.4).
-    case es256 = "ES256"
-}

@@ -116,9 +116,9 @@ package final class CredentialRegistry: Sendable {
                     timeout: limits.tokenWaitSeconds
                 )
             }
-        default:
-            break
         }
+        // A static or command provider without its token or command (validation refuses
+        // these; a configuration built in code may still lack them).
         return UnsupportedCredentialSource(name: provider.name, grant: provider.grant)
     }
 }

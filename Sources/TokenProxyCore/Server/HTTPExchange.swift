@@ -1,13 +1,5 @@
 import Dispatch
 
-/// What a handler receives while reading a request body.
-package enum RequestBodyEvent: Sendable, Equatable {
-    /// The next bytes of the body.
-    case bytes([UInt8])
-    /// The body is complete.
-    case end
-}
-
 /// One request and its response on a client connection.
 ///
 /// An exchange is confined to its connection's ``context``: every method must be called
@@ -191,19 +183,3 @@ package final class HTTPExchange {
 
 @available(*, unavailable)
 extension HTTPExchange: Sendable {}
-
-/// Serves exchanges: the seam between the HTTP server and what the proxy does with a request.
-package protocol HTTPExchangeHandler: Sendable {
-    /// Called in the exchange's context once a request head is complete. The handler must
-    /// eventually respond (``HTTPExchange/respond(_:)``, or head, body and finish) or abort.
-    func handle(_ exchange: HTTPExchange)
-
-    /// Called when the connection rejects a request before any exchange could own it
-    /// (malformed framing, header deadline), after the error answer was queued; for logs.
-    func requestRejected(_ error: ProxyError, remoteAddress: String)
-}
-
-extension HTTPExchangeHandler {
-    /// Rejections are not reported by default.
-    package func requestRejected(_ error: ProxyError, remoteAddress: String) {}
-}

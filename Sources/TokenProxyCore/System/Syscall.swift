@@ -14,19 +14,6 @@ enum IOResult<Value> {
     case wouldBlock
 }
 
-/// A failed system call: the call's name and `errno`.
-package struct SystemError: Error, Sendable, CustomStringConvertible {
-    /// The system call that failed.
-    package var call: String
-    /// The `errno` it set.
-    package var errno: Int32
-
-    /// `call: strerror(errno)`.
-    package var description: String {
-        "\(self.call): \(String(cString: strerror(self.errno)))"
-    }
-}
-
 /// Runs a system call returning -1 on failure, retrying on EINTR and mapping EAGAIN to
 /// ``IOResult/wouldBlock``; any other failure throws ``SystemError``.
 @inline(__always)

@@ -399,43 +399,6 @@ package final class CurlTransfer: @unchecked Sendable {
     }
 }
 
-/// What the engine collected for a transfer's sink during one turn: delivered together, so
-/// a client gets one hop and one flush however many callbacks libcurl made.
-struct CurlDelivery: Sendable {
-    /// How the transfer ended.
-    enum End: Sendable {
-        case finish
-        case abort
-        case fail(ProxyError)
-    }
-
-    var head: HTTPResponseHead?
-    var body: [[UInt8]] = []
-    var bodyBytes = 0
-    var end: End?
-
-    var isEmpty: Bool { self.head == nil && self.body.isEmpty && self.end == nil }
-}
-
-/// Where a transfer's response goes.
-protocol CurlResponseSink: Sendable {
-    /// Takes what one engine turn collected (called on the engine); must report body bytes
-    /// back with ``CurlTransfer/bodyDelivered(_:consumerWritable:)``.
-    func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer)
-    /// The request body buffer drained: a paused producer may continue.
-    func resumeRequestBody()
-}
-
-/// How a transfer ended, as seen by the client.
-enum CurlTransferOutcome: Sendable, Equatable {
-    /// The whole response was relayed.
-    case finished
-    /// The response broke off after its head; the client connection was aborted.
-    case aborted
-    /// No response head was relayed; the client got this error.
-    case failed(ProxyError)
-}
-
 private func transfer(_ userdata: UnsafeMutableRawPointer?) -> CurlTransfer? {
     userdata.map { Unmanaged<CurlTransfer>.fromOpaque($0).takeUnretainedValue() }
 }
