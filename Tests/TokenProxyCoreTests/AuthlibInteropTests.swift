@@ -6,52 +6,15 @@ import Testing
 /// The Authlib-based authorization server and API of `Tests/Interop/authlib_server.py`,
 /// started on a free loopback port for one test.
 private final class AuthlibServer {
-    let port: UInt16
-    private let process: Process
-
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
+    private let server: InteropServer
 
     init() throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Interop/authlib_server.py").path
-        guard FileManager.default.isExecutableFile(atPath: ProjectPython.executable) else {
-            throw Failure(description: "no \(ProjectPython.executable): run scripts/test.sh, which makes it")
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ProjectPython.executable)
-        process.arguments = [script]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        // The first line is "READY <port>"; anything else means Authlib or Flask is missing
-        // (scripts/test.sh installs them into .venv).
-        let handle = output.fileHandleForReading
-        var line = Data()
-        while let byte = try handle.read(upToCount: 1), let first = byte.first, first != UInt8(ascii: "\n") {
-            line.append(first)
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("READY "), let port = UInt16(text.dropFirst(6)) else {
-            process.terminate()
-            throw Failure(
-                description: "the Authlib server did not start (scripts/test.sh installs authlib into .venv): \(text)"
-            )
-        }
-        self.port = port
+        self.server = try InteropServer(script: "authlib_server.py")
     }
 
-    deinit {
-        // SIGKILL: a signal disposition inherited from the test runner may make the server
-        // ignore SIGTERM.
-        kill(self.process.processIdentifier, SIGKILL)
-        self.process.waitUntilExit()
-    }
+    var port: UInt16 { self.server.port }
 
-    var origin: String { "http://127.0.0.1:\(self.port)" }
+    var origin: String { self.server.origin }
 
     func tokenRequests() throws -> Int {
         let response = try fetchOverLoopback(.init(method: "GET", url: "\(self.origin)/stats", allowPlainHTTP: true))

@@ -7,16 +7,16 @@ import Testing
 /// "Descriptors").
 @Suite struct DescriptorExhaustionTests {
     /// Starts `serve` through `prlimit --nofile=soft:hard`, routing `/api` to `upstream`.
-    private func serve(
-        to upstream: FakeUpstream,
+    private func launch(
+        upstream: String,
         in directory: ScriptDirectory,
         soft: Int,
         hard: Int
-    ) throws -> (Process, ProcessErrorStream, UInt16) {
+    ) throws -> (Process, ProcessErrorStream) {
         let config = directory.path("proxy.json")
         try """
         {"listen": "127.0.0.1:0", "token_store": "memory", "providers": {},
-         "routes": [{"path_prefix": "/api", "upstream": "http://127.0.0.1:\(upstream.port)"}]}
+         "routes": [{"path_prefix": "/api", "upstream": "\(upstream)"}]}
         """.write(toFile: config, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
@@ -27,7 +27,22 @@ import Testing
         process.standardError = stderr
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let output = ProcessErrorStream(stderr)
+        return (process, ProcessErrorStream(stderr))
+    }
+
+    /// ``launch(upstream:in:soft:hard:)`` to `upstream`, then its listening port.
+    private func serve(
+        to upstream: FakeUpstream,
+        in directory: ScriptDirectory,
+        soft: Int,
+        hard: Int
+    ) throws -> (Process, ProcessErrorStream, UInt16) {
+        let (process, output) = try self.launch(
+            upstream: "http://127.0.0.1:\(upstream.port)",
+            in: directory,
+            soft: soft,
+            hard: hard
+        )
         let port = eventually {
             output.textLines.first { $0["message"] == "listening" }?["server.address"]
                 .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) }
@@ -45,21 +60,12 @@ import Testing
     @Test(arguments: [4, 12, 16, 31])
     func aLimitTooLowToServeIsRefusedWithAReason(limit: Int) throws {
         let directory = try ScriptDirectory()
-        let config = directory.path("proxy.json")
-        try """
-        {"listen": "127.0.0.1:0", "token_store": "memory", "providers": {},
-         "routes": [{"path_prefix": "/api", "upstream": "http://127.0.0.1:9"}]}
-        """.write(toFile: config, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
-        process.arguments = [
-            "--nofile=\(limit):\(limit)", TokenProxyBinary.path, "serve", "--config", config, "--log-format", "json",
-        ]
-        let stderr = Pipe()
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let output = ProcessErrorStream(stderr)
+        let (process, output) = try self.launch(
+            upstream: "http://127.0.0.1:9",
+            in: directory,
+            soft: limit,
+            hard: limit
+        )
         process.waitUntilExit()
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 1)

@@ -13,8 +13,12 @@ struct OAuth1InteropTests {
     private static let token = "tokenproxyaccesstoken0001"
     private static let tokenSecret = "token/secret+1"
 
-    /// The verifier, the proxy in front of it with `method`, and the directory with the keys.
-    private func setUp(_ method: OAuth1SignatureMethod) throws -> (InteropServer, TestProxy, ScriptDirectory) {
+    /// The verifier, the proxy in front of it with `method`, and the directory with the keys;
+    /// the verifier checks with `verifierSecret` as the consumer secret.
+    private func setUp(
+        _ method: OAuth1SignatureMethod,
+        verifierSecret: String = Self.consumerSecret
+    ) throws -> (InteropServer, TestProxy, ScriptDirectory) {
         let directory = try ScriptDirectory()
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let publicKey = directory.path("public.pem")
@@ -24,7 +28,7 @@ struct OAuth1InteropTests {
         chmod(privateKey, 0o600)
         let server = try InteropServer(
             script: "oauthlib_resource.py",
-            arguments: [Self.consumerKey, Self.consumerSecret, Self.token, Self.tokenSecret, publicKey]
+            arguments: [Self.consumerKey, verifierSecret, Self.token, Self.tokenSecret, publicKey]
         )
         let secret = method == .rsaSHA1 ? #"{"file": "\#(privateKey)"}"# : #""\#(Self.consumerSecret)""#
         let json = """
@@ -108,32 +112,8 @@ struct OAuth1InteropTests {
 
     /// A signature the verifier refuses (a wrong secret) comes back as its 401.
     @Test func aWrongSecretIsRefusedByTheVerifier() throws {
-        let directory = try ScriptDirectory()
-        let publicKey = directory.path("public.pem")
-        try _RSA.Signing.PrivateKey(keySize: .bits2048).publicKey.pemRepresentation
-            .write(toFile: publicKey, atomically: true, encoding: .utf8)
-        let server = try InteropServer(
-            script: "oauthlib_resource.py",
-            arguments: [Self.consumerKey, "another secret", Self.token, Self.tokenSecret, publicKey]
-        )
-        let json = """
-            {"providers": {"legacy": {"grant": "oauth1", "consumer_key": "\(Self.consumerKey)",
-                                      "consumer_secret": "\(Self.consumerSecret)", "token": "\(Self.token)",
-                                      "token_secret": "\(Self.tokenSecret)"}},
-             "routes": [{"path_prefix": "/api", "upstream": "\(server.origin)", "provider": "legacy",
-                         "allow_insecure_upstream": true}]}
-            """
-        let configuration = TestProxy.configuration(json)
-        let proxy = try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engine: ForwardingFixture.engine,
-                logger: TestLogging.logger
-            )
-        )
-        let response = try proxy.client().get("/api/x")
-        #expect(response.status == 401)
-        withExtendedLifetime((server, directory)) {}
+        let (server, proxy, directory) = try self.setUp(.hmacSHA1, verifierSecret: "another secret")
+        defer { withExtendedLifetime((server, directory)) {} }
+        #expect(try proxy.client().get("/api/x").status == 401)
     }
 }
