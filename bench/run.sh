@@ -60,23 +60,11 @@ if [ -z "${TOKENPROXY:-}" ]; then
     TOKENPROXY="$("${build[@]}" --show-bin-path)/tokenproxy"
 fi
 
-work=$(mktemp -d /tmp/tokenproxy-bench.XXXXXX)
+# shellcheck source=bench/common.sh
+source bench/common.sh
+bench_scratch bench
 declare -A PID=()
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
-openssl req -x509 "${ec[@]}" -keyout "$work/ca.key" -out "$work/ca.pem" -days 2 -subj "/CN=bench CA" \
-    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
-openssl req "${ec[@]}" -keyout "$work/server.key" -out "$work/server.csr" -subj "/CN=localhost" 2>/dev/null
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$work/server.ext"
-openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
-    -out "$work/server.pem" -days 2 -extfile "$work/server.ext" 2>/dev/null
+bench_certificates
 
 mkdir -p "$work/www" "$work/upstream" "$work/nginx" "$work/caddy"
 head -c 1024 /dev/zero | tr '\0' 'a' > "$work/www/1k"
