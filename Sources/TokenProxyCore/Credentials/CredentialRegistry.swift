@@ -12,13 +12,15 @@ package final class CredentialRegistry: Sendable {
         package let source: any CredentialSource
         /// How a token becomes a header.
         package let formatter: CredentialFormatter
-        /// The source itself when it makes each request's header (OAuth 1.0a signing).
-        package var requestAuthorizer: (any RequestAuthorizer)? { self.source as? any RequestAuthorizer }
+        /// The source itself when it makes each request's header (OAuth 1.0a signing); found
+        /// once here rather than by a cast per request.
+        package let requestAuthorizer: (any RequestAuthorizer)?
         /// The configuration the entry was built from.
         package let configuration: ProviderConfiguration
 
         init(source: any CredentialSource, formatter: CredentialFormatter, configuration: ProviderConfiguration) {
             self.source = source
+            self.requestAuthorizer = source as? any RequestAuthorizer
             self.formatter = formatter
             self.configuration = configuration
         }
