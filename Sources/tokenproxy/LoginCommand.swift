@@ -7,7 +7,7 @@ import TokenProxyCore
 struct LoginCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "login",
-        abstract: "Run an interactive grant (authorization code, device code) and store the tokens."
+        abstract: "Run an interactive grant (authorization code, device code, OAuth 1.0a) and store the tokens."
     )
     @OptionGroup var options: ConfigOption
     @Argument(help: "Provider name.") var provider: String
@@ -18,12 +18,27 @@ struct LoginCommand: ParsableCommand {
     @Flag(help: "Print the authorization URL without trying to open a browser.")
     var noBrowser = false
 
+    @Flag(
+        help:
+            "oauth1: out of band; the provider shows a verifier, read from standard input or given later with --verifier."
+    )
+    var oob = false
+
+    @Option(help: "oauth1: finish the out-of-band login started with --oob with this verifier.")
+    var verifier: String?
+
     func run() throws {
         let context = try CredentialCommandContext(options: self.options)
         let provider = try context.provider(self.provider)
         if context.configuration.tokenStore == .memory {
             // The tokens would be gone when this command exits.
             Console.error("the token store is \"memory\": a login would be lost at once; configure token_store.path")
+            throw ExitStatus.configError
+        }
+        if provider.grant != .oauth1, self.oob || self.verifier != nil {
+            Console.error(
+                "--oob and --verifier are for oauth1 providers; \(provider.name) uses \(provider.grant.rawValue)"
+            )
             throw ExitStatus.configError
         }
         let result: Result<LoginResult, LoginError>
@@ -59,8 +74,8 @@ struct LoginCommand: ParsableCommand {
                 Console.error("Waiting for approval (the code expires in \(Int(prompt.expiresIn / 60)) minutes) ...")
             }
         case .oauth1:
-            Console.error("tokenproxy login: the oauth1 three-legged login is not available in this version")
-            throw ExitStatus.runtimeFailure
+            guard let outcome = try self.oauth1(provider, context: context) else { return }
+            result = outcome
         default:
             Console.error(
                 "provider \"\(provider.name)\" uses the \(provider.grant.rawValue) grant, which needs no login; "
@@ -72,6 +87,11 @@ struct LoginCommand: ParsableCommand {
         case .failure(let error):
             Console.error("login failed: \(error.message)")
             throw ExitStatus.runtimeFailure
+        case .success(let login) where provider.grant == .oauth1:
+            _ = login
+            Console.error(
+                "Signed in to \(provider.name); the token and its secret are stored in \(context.store.location)."
+            )
         case .success(let login):
             var details: [String] = []
             if let expiresIn = login.expiresIn { details.append("access token valid for \(Int(expiresIn)) s") }
@@ -80,6 +100,61 @@ struct LoginCommand: ParsableCommand {
             Console.error(
                 "Signed in to \(provider.name); tokens stored in \(context.store.location) (\(details.joined(separator: ", ")))."
             )
+        }
+    }
+}
+
+extension LoginCommand {
+    /// The OAuth 1.0a login (docs/oauth1.md, "Signing in"): with the loopback callback, out
+    /// of band, or the out-of-band login's second step. Nil when an out-of-band login waits
+    /// for `--verifier`.
+    private func oauth1(
+        _ provider: ProviderConfiguration,
+        context: CredentialCommandContext
+    ) throws -> Result<LoginResult, LoginError>? {
+        if provider.requestTokenURL == nil {
+            Console.error(
+                "provider \"\(provider.name)\" has no request_token_url, authorize_url and access_token_url: "
+                    + "it signs with the configured token and token_secret and needs no login"
+            )
+            throw ExitStatus.configError
+        }
+        let login = OAuth1Login(
+            provider: provider,
+            fetcher: context.fetcher,
+            store: context.store,
+            limits: context.configuration.limits,
+            logger: context.logger
+        )
+        if let verifier = self.verifier {
+            return login.finish(verifier: verifier)
+        }
+        if !self.oob {
+            return login.run(timeout: self.timeout) { prompt in
+                Console.error("Open this URL in a browser to sign in to \(provider.name):\n\n  \(prompt.url)\n")
+                Console.error("Waiting for the browser to return to \(prompt.callback) ...")
+                if !self.noBrowser {
+                    Browser.open(prompt.url)
+                }
+            }
+        }
+        let outcome = login.runOutOfBand { prompt in
+            Console.error("Open this URL in a browser to sign in to \(provider.name):\n\n  \(prompt.url)\n")
+            Console.error("The provider then shows a verifier code. Enter it here (or finish later with")
+            Console.error("`tokenproxy login \(provider.name) --verifier CODE`):")
+        } verifier: {
+            readLine(strippingNewline: true)
+        }
+        switch outcome {
+        case .failure(let error):
+            return .failure(error)
+        case .success(let stored?):
+            return .success(stored)
+        case .success(nil):
+            Console.error(
+                "No verifier read; finish with `tokenproxy login \(provider.name) --verifier CODE` within the hour."
+            )
+            return nil
         }
     }
 }

@@ -43,6 +43,12 @@ struct LogoutCommand: ParsableCommand {
                 "deleted tokens of \(provider.name) obtained under earlier settings (another issuer, client or "
                     + "endpoint) without revoking them: they are not sent to the current endpoint"
             )
+        } else if provider.grant == .oauth1 {
+            // RFC 5849 defines no revocation.
+            Console.error(
+                "deleted the token of \(provider.name); OAuth 1.0a has no revocation, so the token stays valid "
+                    + "at the provider until it is revoked there (usually in the account's application settings)"
+            )
         } else if report.noRevocationEndpoint {
             Console.error(
                 "deleted the tokens of \(provider.name); the provider has no revocation endpoint "

@@ -26,6 +26,7 @@ struct SignCommand: ParsableCommand {
         }
         let result = OAuth1Diagnostics.sign(
             provider: provider,
+            store: provider.token == nil ? try ConfigLoader.openStore(configuration) : nil,
             method: self.method,
             url: self.url,
             form: self.data,

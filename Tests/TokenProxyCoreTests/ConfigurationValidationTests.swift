@@ -344,6 +344,24 @@ struct ConfigurationValidationTests {
             message: "required for grant 'oauth1'"
         ),
         .init(
+            "oauth1 RSA-SHA1 without private_key",
+            providers: P.provider(
+                #""grant": "oauth1", "consumer_key": "k", "signature_method": "RSA-SHA1", "#
+                    + #""token": {"env": "T"}, "token_secret": {"env": "S"}"#
+            ),
+            path: "providers.p.private_key",
+            message: "required with signature_method 'RSA-SHA1'"
+        ),
+        .init(
+            "oauth1 private_key with an HMAC method",
+            providers: P.provider(
+                #""grant": "oauth1", "consumer_key": "k", "consumer_secret": {"env": "C"}, "#
+                    + #""private_key": {"file": "/k.pem"}, "token": {"env": "T"}, "token_secret": {"env": "S"}"#
+            ),
+            path: "providers.p.private_key",
+            message: "only used with signature_method 'RSA-SHA1'"
+        ),
+        .init(
             "oauth1 token without token_secret",
             providers: P.provider(
                 #""grant": "oauth1", "consumer_key": "k", "consumer_secret": {"env": "C"}, "token": {"env": "T"}"#
@@ -496,6 +514,21 @@ struct ConfigurationValidationTests {
         #expect(!atPath.isEmpty, "no problem at \(rule.path); got \(problems.map(\.description))")
         #expect(atPath.contains { $0.message.contains(rule.message) }, "\(atPath.map(\.message))")
         #expect(problems.count == 1, "expected only this problem; got \(problems.map(\.description))")
+    }
+
+    @Test("an RSA-SHA1 provider needs only its private_key; a login provider only its three URLs")
+    func oauth1KeysAccepted() {
+        for provider in [
+            #""grant": "oauth1", "consumer_key": "k", "signature_method": "RSA-SHA1", "#
+                + #""private_key": {"file": "/k.pem"}, "token": {"env": "T"}, "token_secret": {"env": "S"}"#,
+            #""grant": "oauth1", "consumer_key": "k", "consumer_secret": {"env": "C"}, "redirect_port": 8123, "#
+                + #""request_token_url": "https://p/r", "authorize_url": "https://p/a", "access_token_url": "https://p/t""#,
+        ] {
+            let problems = ConfigurationTestSupport.problems(
+                ConfigurationTestSupport.document(providers: P.provider(provider), routes: "[]")
+            )
+            #expect(problems.isEmpty, "\(problems.map(\.description))")
+        }
     }
 
     @Test("an http upstream is allowed without a provider, or with allow_insecure_upstream (with a warning)")

@@ -77,8 +77,8 @@ package enum GrantType: String, Sendable, Equatable, Hashable, CaseIterable {
             return ["command", "cache_seconds"]
         case .oauth1:
             return [
-                "consumer_key", "consumer_secret", "token", "token_secret", "signature_method", "realm",
-                "request_token_url", "authorize_url", "access_token_url",
+                "consumer_key", "consumer_secret", "private_key", "token", "token_secret", "signature_method",
+                "realm", "request_token_url", "authorize_url", "access_token_url", "redirect_port",
             ]
         }
     }

@@ -131,7 +131,19 @@ private struct ProviderCheck {
     mutating func oauth1() {
         let provider = self.provider
         self.require(provider.consumerKey != nil, "consumer_key")
-        self.require(provider.consumerSecret != nil, "consumer_secret")
+        if provider.oauth1SignatureMethod == .rsaSHA1 {
+            if provider.privateKey == nil, provider.consumerSecret == nil {
+                self.add(
+                    "private_key",
+                    "required with signature_method 'RSA-SHA1' (the consumer's PEM RSA private key)"
+                )
+            }
+        } else {
+            self.require(provider.consumerSecret != nil, "consumer_secret")
+            if provider.privateKey != nil {
+                self.add("private_key", "only used with signature_method 'RSA-SHA1'; this provider signs with a secret")
+            }
+        }
         if (provider.token == nil) != (provider.tokenSecret == nil) {
             self.add(provider.token == nil ? "token" : "token_secret", "token and token_secret go together")
         }

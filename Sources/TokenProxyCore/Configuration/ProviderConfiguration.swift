@@ -104,8 +104,11 @@ package struct ProviderConfiguration: Sendable, Equatable {
     package var cacheSeconds: Double?
     /// `consumer_key` (oauth1).
     package var consumerKey: String?
-    /// `consumer_secret` (oauth1): the consumer secret, or for RSA-SHA1 the PEM RSA private key.
+    /// `consumer_secret` (oauth1): the consumer secret (HMAC and PLAINTEXT methods).
     package var consumerSecret: Secret?
+    /// `private_key` (oauth1, RSA-SHA1): the consumer's PEM RSA private key. A PEM key in
+    /// `consumer_secret` is still accepted when this is absent.
+    package var privateKey: Secret?
     /// `token_secret` (oauth1): the access token's secret.
     package var tokenSecret: Secret?
     /// `signature_method` (oauth1): `HMAC-SHA1` (default), `HMAC-SHA256`, `RSA-SHA1` or `PLAINTEXT`.
@@ -148,7 +151,7 @@ package struct ProviderConfiguration: Sendable, Equatable {
             ("client_secret", \.clientSecret), ("client_assertion_key", \.clientAssertionKey),
             ("refresh_token", \.refreshToken), ("password", \.password), ("key", \.key),
             ("subject_token", \.subjectToken), ("actor_token", \.actorToken), ("token", \.token),
-            ("consumer_secret", \.consumerSecret), ("token_secret", \.tokenSecret),
+            ("consumer_secret", \.consumerSecret), ("private_key", \.privateKey), ("token_secret", \.tokenSecret),
         ]
     }
 

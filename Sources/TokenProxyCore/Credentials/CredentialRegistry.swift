@@ -103,7 +103,7 @@ package final class CredentialRegistry: Sendable {
                 logger: context.logger
             )
         case .oauth1:
-            return OAuth1CredentialSource(provider: provider)
+            return OAuth1CredentialSource(provider: provider, store: context.store)
         case .staticToken:
             if let token = provider.token {
                 return StaticCredentialSource(name: provider.name, secret: token)

@@ -39,6 +39,8 @@ package struct ProviderStatus: Sendable, Equatable {
                 loginRequired = true
             } else if provider.grant == .authorizationCode || provider.grant == .deviceCode {
                 loginRequired = !hasRefresh && !accessUsable
+            } else if provider.grant == .oauth1, provider.needsLogin {
+                loginRequired = grant?.accessToken == nil || grant?.tokenSecret == nil
             } else {
                 loginRequired = false
             }

@@ -82,24 +82,13 @@ package final class AuthorizationCodeLogin: Sendable {
                 semaphore.signal()
             }
         }
-        let server = HTTPServer(
-            settings: ConnectionSettings(headerTimeout: 10, idleTimeout: 10),
-            maxConnections: 16,
-            handler: handler,
-            logger: self.logger
-        )
-        let port: UInt16
-        do {
-            let bound = try server.bind(.inet(host: "127.0.0.1", port: self.provider.redirectPort ?? 0))
-            guard case .inet(_, let boundPort) = bound else {
-                return .failure(LoginError(.listenFailed, "the redirect listener has no port"))
-            }
-            port = boundPort
-        } catch {
-            return .failure(LoginError(.listenFailed, "cannot listen on 127.0.0.1 for the redirect: \(error)"))
+        let listener: LoopbackListener
+        switch LoopbackListener.open(port: self.provider.redirectPort, handler: handler, logger: self.logger) {
+        case .failure(let error): return .failure(error)
+        case .success(let opened): listener = opened
         }
-        defer { server.closeListeners() }
-        let redirectURI = "http://127.0.0.1:\(port)/callback"
+        defer { listener.close() }
+        let redirectURI = listener.callbackURI
 
         var query: [(String, String)] = [
             ("response_type", "code"), ("client_id", self.provider.clientID ?? ""), ("redirect_uri", redirectURI),
@@ -125,7 +114,7 @@ package final class AuthorizationCodeLogin: Sendable {
         switch result {
         case .failed(let reason):
             // Let the failure page go out before the listener closes.
-            server.drainWithin(seconds: 2)
+            listener.finish()
             return .failure(LoginError(.callbackRejected, reason))
         case .code(let code, let respond):
             // RFC 6749 §4.1.3, with the PKCE verifier (RFC 7636 §4.5).
@@ -145,7 +134,7 @@ package final class AuthorizationCodeLogin: Sendable {
                 respond(502, "Login failed", "tokenproxy could not sign in: \(error.message). Return to the terminal.")
             }
             // Let the page go out before the listener closes.
-            server.drainWithin(seconds: 2)
+            listener.finish()
             return outcome
         }
     }

@@ -15,9 +15,11 @@ package struct OAuth1Diagnostics: Sendable {
 
     /// Signs `method` on `url` with `form` (an `application/x-www-form-urlencoded` body, or
     /// nil) for `provider` as a forwarded request would be, with a fresh nonce and the time
-    /// now, or with `nonce` and `timestamp` when given (to reproduce an example).
+    /// now, or with `nonce` and `timestamp` when given (to reproduce an example). A token
+    /// pair that is not configured comes from `store`, where `tokenproxy login` put it.
     package static func sign(
         provider: ProviderConfiguration,
+        store: (any TokenStore)? = nil,
         method: String,
         url: String,
         form: String?,
@@ -34,7 +36,7 @@ package struct OAuth1Diagnostics: Sendable {
                 )
             )
         }
-        return OAuth1CredentialSource(provider: provider).credentials().flatMap { credentials in
+        return OAuth1CredentialSource(provider: provider, store: store).credentials().flatMap { credentials in
             do {
                 let signature = try OAuth1Signer(credentials: credentials).sign(
                     method: method,

@@ -13,12 +13,24 @@ enum OAuth1Problem {
             let value = challenge[start.upperBound...].drop { $0 == "\"" }.prefix {
                 $0 != "\"" && $0 != "," && $0 != " "
             }
-            if !value.isEmpty, value.count <= 64,
-                value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
-            {
-                return String(value)
+            if let problem = Self.plain(value) {
+                return problem
             }
         }
         return nil
+    }
+
+    /// The `oauth_problem` of a form-encoded answer (a token endpoint's refusal), when it is
+    /// a plain token.
+    static func named(inForm pairs: [(String, String)]) -> String? {
+        pairs.first { $0.0 == "oauth_problem" }.flatMap { Self.plain($0.1) }
+    }
+
+    /// `value` when it is a plain problem name: letters, digits and `_`, 64 at most.
+    private static func plain(_ value: some StringProtocol) -> String? {
+        guard !value.isEmpty, value.count <= 64,
+            value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
+        else { return nil }
+        return String(value)
     }
 }

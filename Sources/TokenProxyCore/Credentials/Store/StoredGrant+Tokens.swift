@@ -41,11 +41,15 @@ extension ProviderConfiguration {
     /// not used. The configured refresh token seed is part of it, so a new seed starts over.
     func tokenFingerprint() -> String {
         let seed = (try? self.refreshToken?.resolve()).flatMap { $0 }
-        let fields: [String?] = [
+        var fields: [String?] = [
             self.grant.rawValue, self.issuer, self.tokenURL, self.clientID, self.scopes.sorted().joined(separator: " "),
             self.audience, self.resource, self.username, self.subject, self.issuerClaim, self.serviceAccountFile,
             seed.map { Hex.encode(SHA256.hash(data: Data($0.utf8))) },
         ]
+        if self.grant == .oauth1 {
+            // An OAuth 1 token belongs to one consumer at one provider.
+            fields += [self.consumerKey, self.requestTokenURL, self.accessTokenURL]
+        }
         let joined = fields.map { $0.map { "+" + $0 } ?? "-" }.joined(separator: "\n")
         return Hex.encode(SHA256.hash(data: Data(joined.utf8)))
     }

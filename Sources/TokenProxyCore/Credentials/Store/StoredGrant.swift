@@ -11,6 +11,10 @@ package struct StoredGrant: Codable, Sendable, Equatable {
     package var expiresAt: Date?
     /// The refresh token: the newest of a rotating chain, or what `login` obtained.
     package var refreshToken: String?
+    /// The access token's secret of an `oauth1` provider (RFC 5849 §2.3), from `login`.
+    package var tokenSecret: String?
+    /// An `oauth1` out-of-band login waiting for its verifier (`login --verifier`).
+    package var pendingLogin: PendingOAuth1Login?
     /// The scope the endpoint granted, when it said.
     package var scope: String?
     /// When the tokens were obtained.
@@ -32,6 +36,8 @@ package struct StoredGrant: Codable, Sendable, Equatable {
         tokenType: String? = nil,
         expiresAt: Date? = nil,
         refreshToken: String? = nil,
+        tokenSecret: String? = nil,
+        pendingLogin: PendingOAuth1Login? = nil,
         scope: String? = nil,
         obtainedAt: Date? = nil,
         configFingerprint: String? = nil,
@@ -43,6 +49,8 @@ package struct StoredGrant: Codable, Sendable, Equatable {
         self.tokenType = tokenType
         self.expiresAt = expiresAt
         self.refreshToken = refreshToken
+        self.tokenSecret = tokenSecret
+        self.pendingLogin = pendingLogin
         self.scope = scope
         self.obtainedAt = obtainedAt
         self.configFingerprint = configFingerprint
@@ -56,6 +64,8 @@ package struct StoredGrant: Codable, Sendable, Equatable {
         case tokenType = "token_type"
         case expiresAt = "expires_at"
         case refreshToken = "refresh_token"
+        case tokenSecret = "token_secret"
+        case pendingLogin = "pending_login"
         case scope
         case obtainedAt = "obtained_at"
         case configFingerprint = "config_fingerprint"

@@ -1,0 +1,47 @@
+import Logging
+
+/// The loopback listener a browser login comes back to (RFC 8252 §7.3): 127.0.0.1 only,
+/// open only while the login waits, its callback at `/callback`.
+struct LoopbackListener {
+    /// The server answering the callback.
+    let server: HTTPServer
+    /// The port it listens on.
+    let port: UInt16
+
+    /// The callback URI the provider sends the browser to.
+    var callbackURI: String { "http://127.0.0.1:\(self.port)/callback" }
+
+    /// Listens on 127.0.0.1, on `port` or an ephemeral one, with `handler` answering.
+    static func open(
+        port: UInt16?,
+        handler: LoopbackCallbackHandler,
+        logger: Logger
+    ) -> Result<LoopbackListener, LoginError> {
+        let server = HTTPServer(
+            settings: ConnectionSettings(headerTimeout: 10, idleTimeout: 10),
+            maxConnections: 16,
+            handler: handler,
+            logger: logger
+        )
+        do {
+            let bound = try server.bind(.inet(host: "127.0.0.1", port: port ?? 0))
+            guard case .inet(_, let boundPort) = bound else {
+                server.closeListeners()
+                return .failure(LoginError(.listenFailed, "the callback listener has no port"))
+            }
+            return .success(LoopbackListener(server: server, port: boundPort))
+        } catch {
+            return .failure(LoginError(.listenFailed, "cannot listen on 127.0.0.1 for the callback: \(error)"))
+        }
+    }
+
+    /// Lets the pages already answered go out (2 seconds at most), then stops listening.
+    func finish() {
+        self.server.drainWithin(seconds: 2)
+    }
+
+    /// Stops listening.
+    func close() {
+        self.server.closeListeners()
+    }
+}

@@ -1,0 +1,373 @@
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// `tokenproxy login` for an `oauth1` provider, the three-legged flow of RFC 5849 §2:
+/// temporary credentials from `request_token_url` with the loopback callback (or `oob`),
+/// the person's approval at `authorize_url`, and the verifier exchanged at
+/// `access_token_url` for the token and its secret, which go to the token store.
+///
+/// Every request is signed with the consumer's credentials (and the temporary ones for the
+/// last), a fresh nonce and the time. The runs block their thread until the login ends:
+/// call them from the command line's own thread.
+package final class OAuth1Login: Sendable {
+    /// What the person is shown.
+    package struct Prompt: Sendable {
+        /// The authorization URL to open in a browser.
+        package var url: String
+        /// Where the provider sends the browser back, or `oob` when it shows a verifier.
+        package var callback: String
+    }
+
+    private let provider: ProviderConfiguration
+    private let fetcher: UpstreamFetcher
+    private let store: any TokenStore
+    private let limits: Limits
+    private let logger: Logger
+
+    /// Largest answer accepted from the provider's token endpoints.
+    private static let maximumAnswerBytes = 64 << 10
+    /// Longest token or secret accepted from the provider.
+    private static let maximumCredentialLength = 4096
+
+    /// A login for `provider`, storing the token pair in `store`.
+    package init(
+        provider: ProviderConfiguration,
+        fetcher: UpstreamFetcher,
+        store: any TokenStore,
+        limits: Limits,
+        logger: Logger
+    ) {
+        self.provider = provider
+        self.fetcher = fetcher
+        self.store = store
+        self.limits = limits
+        self.logger = logger
+    }
+
+    /// The outcome of the callback, handed from the listener to the waiting thread.
+    private enum Outcome: Sendable {
+        case verifier(String, respond: @Sendable (Int, String, String) -> Void)
+        case failed(String)
+    }
+
+    /// Temporary credentials (RFC 5849 §2.1).
+    private struct Temporary {
+        var token: String
+        var secret: String
+    }
+
+    /// Runs the login with the loopback callback: `present` gets the URL once the listener
+    /// is up; the pair is stored when the browser comes back with the verifier and the
+    /// exchange succeeds, or the login fails after `timeout` seconds.
+    package func run(timeout: Double, present: (Prompt) -> Void) -> Result<LoginResult, LoginError> {
+        let pending = Mutex<OAuth1CallbackStateMachine?>(nil)
+        let semaphore = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Outcome?>(nil)
+        let handler = LoopbackCallbackHandler { path, parameters, respond in
+            let action = pending.withLock { machine -> OAuth1CallbackStateMachine.Action in
+                // A request before the temporary credentials exist names no token of this login.
+                guard var current = machine else {
+                    return .refuse(status: 400, reason: "This login has not started yet; nothing was done.")
+                }
+                let action = current.request(path: path, parameters: parameters)
+                machine = current
+                return action
+            }
+            switch action {
+            case .refuse(let status, let reason):
+                respond(status, "Not this login", reason)
+            case .fail(let reason):
+                respond(400, "Login failed", "tokenproxy could not sign in: \(reason). Return to the terminal.")
+                outcome.withLock { $0 = .failed(reason) }
+                semaphore.signal()
+            case .exchange(let verifier):
+                outcome.withLock { $0 = .verifier(verifier, respond: respond) }
+                semaphore.signal()
+            }
+        }
+        let listener: LoopbackListener
+        switch LoopbackListener.open(port: self.provider.redirectPort, handler: handler, logger: self.logger) {
+        case .failure(let error): return .failure(error)
+        case .success(let opened): listener = opened
+        }
+        defer { listener.close() }
+
+        let temporary: Temporary
+        switch self.temporaryCredentials(callback: listener.callbackURI) {
+        case .failure(let error): return .failure(error)
+        case .success(let obtained): temporary = obtained
+        }
+        pending.withLock { $0 = OAuth1CallbackStateMachine(token: temporary.token) }
+        present(Prompt(url: self.authorizationURL(temporary), callback: listener.callbackURI))
+
+        guard semaphore.wait(timeout: .now() + timeout) == .success,
+            let result = outcome.withLock({ $0.take() })
+        else {
+            return .failure(LoginError(.timedOut, "no callback arrived within \(Int(timeout)) seconds"))
+        }
+        switch result {
+        case .failed(let reason):
+            listener.finish()
+            return .failure(LoginError(.callbackRejected, reason))
+        case .verifier(let verifier, let respond):
+            let stored = self.exchange(temporary, verifier: verifier)
+            switch stored {
+            case .success:
+                respond(
+                    200,
+                    "Signed in",
+                    "tokenproxy stored the token for \(self.provider.name). You can close this tab."
+                )
+            case .failure(let error):
+                respond(502, "Login failed", "tokenproxy could not sign in: \(error.message). Return to the terminal.")
+            }
+            listener.finish()
+            return stored
+        }
+    }
+
+    /// Starts an out-of-band login (`oauth_callback=oob`, RFC 5849 §2.1): obtains temporary
+    /// credentials, keeps them in the store, and gives `present` the URL where the person
+    /// approves and is shown a verifier. `verifier` is then asked for it: a verifier
+    /// finishes the login at once; nil leaves it for ``finish(verifier:)`` (returned as nil).
+    package func runOutOfBand(
+        present: (Prompt) -> Void,
+        verifier: () -> String?
+    ) -> Result<LoginResult?, LoginError> {
+        let temporary: Temporary
+        switch self.temporaryCredentials(callback: "oob") {
+        case .failure(let error): return .failure(error)
+        case .success(let obtained): temporary = obtained
+        }
+        let pending = PendingOAuth1Login(token: temporary.token, tokenSecret: temporary.secret, since: Date())
+        if case .failure(let error) = self.save({ $0.pendingLogin = pending }) {
+            return .failure(error)
+        }
+        present(Prompt(url: self.authorizationURL(temporary), callback: "oob"))
+        guard let code = verifier() else { return .success(nil) }
+        return self.finish(verifier: code).map { $0 }
+    }
+
+    /// Finishes the out-of-band login the store holds with the verifier the person was shown.
+    package func finish(verifier: String) -> Result<LoginResult, LoginError> {
+        let code = verifier.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !code.isEmpty else {
+            return .failure(LoginError(.callbackRejected, "the verifier is empty"))
+        }
+        let grant: StoredGrant?
+        do {
+            grant = try self.store.read().grants[self.provider.name]
+        } catch {
+            return .failure(LoginError(.store, "cannot read \(self.store.location): \(error.message)"))
+        }
+        guard let pending = grant?.pendingLogin,
+            grant?.configFingerprint == self.provider.tokenFingerprint()
+        else {
+            return .failure(
+                LoginError(
+                    .callbackRejected,
+                    "no out-of-band login is waiting for a verifier; start one with `tokenproxy login \(self.provider.name) --oob`"
+                )
+            )
+        }
+        let age = Date().timeIntervalSince(pending.since)
+        guard age >= 0, age < PendingOAuth1Login.maximumAge else {
+            return .failure(
+                LoginError(
+                    .expired,
+                    "the login waiting for a verifier was started \(Int(age / 60)) minutes ago; start a new one with `tokenproxy login \(self.provider.name) --oob`"
+                )
+            )
+        }
+        return self.exchange(Temporary(token: pending.token, secret: pending.tokenSecret), verifier: code)
+    }
+
+    /// `authorize_url` with the temporary token (RFC 5849 §2.2).
+    private func authorizationURL(_ temporary: Temporary) -> String {
+        let base = self.provider.authorizeURL ?? ""
+        return base + (base.contains("?") ? "&" : "?") + FormEncoding.encode([("oauth_token", temporary.token)])
+    }
+
+    /// RFC 5849 §2.1: the temporary credentials for `callback`, whose acceptance the
+    /// provider must confirm.
+    private func temporaryCredentials(callback: String) -> Result<Temporary, LoginError> {
+        guard let url = self.provider.requestTokenURL else {
+            return .failure(LoginError(.endpointMissing, "no request_token_url"))
+        }
+        let answer = self.signedPost(
+            url: url,
+            token: nil,
+            extra: [OAuth1Signer.Parameter(name: "oauth_callback", value: callback)],
+            what: "the temporary credentials"
+        )
+        return answer.flatMap { pairs in
+            // Without the confirmation, the provider may not have bound this callback to
+            // the token (the session fixation RFC 5849 §2.1 closes).
+            guard Self.single("oauth_callback_confirmed", in: pairs) == "true" else {
+                return .failure(
+                    LoginError(
+                        .exchangeFailed,
+                        "the request_token_url answer does not confirm the callback (oauth_callback_confirmed=true)"
+                    )
+                )
+            }
+            return Self.credentialPair(pairs, from: "request_token_url").map {
+                Temporary(token: $0.token, secret: $0.secret)
+            }
+        }
+    }
+
+    /// RFC 5849 §2.3: the verifier and the temporary credentials exchanged for the token
+    /// pair, which replaces whatever the store held for the provider.
+    private func exchange(_ temporary: Temporary, verifier: String) -> Result<LoginResult, LoginError> {
+        guard let url = self.provider.accessTokenURL else {
+            return .failure(LoginError(.endpointMissing, "no access_token_url"))
+        }
+        let answer = self.signedPost(
+            url: url,
+            token: temporary,
+            extra: [OAuth1Signer.Parameter(name: "oauth_verifier", value: verifier)],
+            what: "the token"
+        )
+        return answer.flatMap { Self.credentialPair($0, from: "access_token_url") }.flatMap { pair in
+            let grant = StoredGrant(
+                accessToken: pair.token,
+                tokenSecret: pair.secret,
+                obtainedAt: Date(),
+                configFingerprint: self.provider.tokenFingerprint()
+            )
+            return self.save { $0 = grant }.map {
+                LoginResult(expiresIn: nil, hasRefreshToken: false, scope: nil)
+            }
+        }
+    }
+
+    /// A signed, empty POST to one of the provider's token endpoints; the form-encoded
+    /// answer's pairs, or why there are none (the provider's `oauth_problem` included).
+    private func signedPost(
+        url: String,
+        token: Temporary?,
+        extra: [OAuth1Signer.Parameter],
+        what: String
+    ) -> Result<[(String, String)], LoginError> {
+        let credentials: OAuth1Signer.Credentials
+        switch OAuth1Signer.Credentials.consumer(of: self.provider) {
+        case .failure(let error): return .failure(LoginError(.exchangeFailed, error.message))
+        case .success(var consumer):
+            consumer.token = token?.token
+            consumer.tokenSecret = token?.secret
+            credentials = consumer
+        }
+        let header: String
+        do {
+            header = try OAuth1Signer(credentials: credentials).sign(
+                method: "POST",
+                url: url,
+                nonce: OAuth1Signer.nonce(),
+                timestamp: OAuth1Signer.timestamp(),
+                extra: extra
+            ).header
+        } catch {
+            return .failure(LoginError(.exchangeFailed, "cannot sign the request to \(url): \(error)"))
+        }
+        var headers = HTTPHeaders()
+        headers.add(name: "Authorization", value: header)
+        headers.add(name: "Accept", value: "application/x-www-form-urlencoded")
+        let request = UpstreamFetcher.Request(
+            method: "POST",
+            url: url,
+            headers: headers,
+            body: [],
+            allowPlainHTTP: self.provider.allowInsecureEndpoints,
+            caFile: self.provider.caFile,
+            connectTimeout: self.limits.upstreamConnectTimeoutSeconds,
+            timeout: self.limits.tokenWaitSeconds,
+            maximumBodyBytes: Self.maximumAnswerBytes
+        )
+        let response: UpstreamResponse
+        switch Blocking.wait({ done in self.fetcher.fetch(request, completion: done) }) {
+        case .failure(let error):
+            return .failure(LoginError(.exchangeFailed, "cannot obtain \(what) from \(url): \(error.message)"))
+        case .success(let answered):
+            response = answered
+        }
+        // Providers answer form-encoded whatever Content-Type they label it with.
+        let pairs = FormEncoding.decode(String(decoding: response.body, as: UTF8.self))
+        guard (200..<300).contains(response.status) else {
+            let problem =
+                OAuth1Problem.named(inForm: pairs)
+                ?? OAuth1Problem.named(in: response.headers.values("WWW-Authenticate"))
+            return .failure(
+                LoginError(
+                    .exchangeFailed,
+                    "\(url) refused \(what) with status \(response.status)"
+                        + (problem.map { " (oauth_problem=\($0))" } ?? "")
+                )
+            )
+        }
+        return .success(pairs)
+    }
+
+    /// `oauth_token` and `oauth_token_secret` of an answer from `endpoint`, each present once.
+    private static func credentialPair(
+        _ pairs: [(String, String)],
+        from endpoint: String
+    ) -> Result<(token: String, secret: String), LoginError> {
+        guard let token = Self.single("oauth_token", in: pairs),
+            let secret = Self.single("oauth_token_secret", in: pairs)
+        else {
+            return .failure(
+                LoginError(.exchangeFailed, "the \(endpoint) answer lacks oauth_token or oauth_token_secret")
+            )
+        }
+        // The token goes into every request's header (percent-encoded) and both into the
+        // store: bounded, and without control characters a hand reading the store trips on.
+        for value in [token, secret]
+        where value.count > Self.maximumCredentialLength
+            || value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        {
+            return .failure(
+                LoginError(
+                    .exchangeFailed,
+                    "the \(endpoint) answer carries a token or secret longer than \(Self.maximumCredentialLength) characters or with control characters"
+                )
+            )
+        }
+        guard !token.isEmpty else {
+            return .failure(LoginError(.exchangeFailed, "the \(endpoint) answer carries an empty oauth_token"))
+        }
+        return .success((token, secret))
+    }
+
+    /// The value of `name` when it occurs exactly once.
+    private static func single(_ name: String, in pairs: [(String, String)]) -> String? {
+        let values = pairs.filter { $0.0 == name }
+        return values.count == 1 ? values[0].1 : nil
+    }
+
+    /// Changes the provider's record under its store lock (a proxy refreshing at the same
+    /// moment re-reads rather than overwrites).
+    private func save(_ change: (inout StoredGrant) -> Void) -> Result<Void, LoginError> {
+        let name = self.provider.name
+        do {
+            let lock = try self.store.lockProvider(
+                name,
+                deadline: .now + BoundedSeconds.duration(max(self.limits.tokenWaitSeconds, 120))
+            )
+            defer { lock.release() }
+            try self.store.update { contents in
+                var grant = contents.grants[name] ?? StoredGrant()
+                if grant.configFingerprint != self.provider.tokenFingerprint() {
+                    grant = StoredGrant(configFingerprint: self.provider.tokenFingerprint())
+                }
+                change(&grant)
+                contents.grants[name] = grant
+            }
+            return .success(())
+        } catch {
+            return .failure(LoginError(.store, "cannot store the token in \(self.store.location): \(error.message)"))
+        }
+    }
+}

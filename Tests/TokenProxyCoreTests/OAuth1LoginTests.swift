@@ -1,0 +1,358 @@
+import CryptoExtras
+import Foundation
+import Synchronization
+import Testing
+
+@testable import TokenProxyCore
+
+/// The three-legged OAuth 1.0a login (RFC 5849 §2) against a real provider: oauthlib's
+/// request-token, authorization and access-token endpoints (PyPI), in
+/// `Tests/Interop/oauthlib_provider.py`, which also checks the proxy's signed requests with
+/// the token it issued.
+@Suite(.serialized)
+struct OAuth1LoginTests {
+    private static let consumerKey = "tokenproxyconsumer0001"
+    private static let consumerSecret = "consumer secret & more ~"
+
+    /// The provider, its configuration with a store encrypted under a key file, and the
+    /// directory holding the keys and the store.
+    private struct Setup {
+        let server: InteropServer
+        let directory: ScriptDirectory
+        let configuration: ProxyConfiguration
+        let fetcher = UpstreamFetcher(engine: ForwardingFixture.engine)
+
+        var provider: ProviderConfiguration {
+            get throws { try #require(self.configuration.providers["legacy"]) }
+        }
+
+        var storePath: String { self.directory.path("store/tokens.json") }
+
+        var store: any TokenStore { self.configuration.tokenStore.makeStore() }
+
+        func login() throws -> OAuth1Login {
+            OAuth1Login(
+                provider: try self.provider,
+                fetcher: self.fetcher,
+                store: self.store,
+                limits: self.configuration.limits,
+                logger: TestLogging.logger
+            )
+        }
+
+        /// The proxy, forwarding `/api` to the provider's protected resources.
+        func proxy() throws -> TestProxy {
+            try TestProxy(
+                self.configuration,
+                forwarder: CurlForwarder(
+                    configuration: self.configuration,
+                    engine: ForwardingFixture.engine,
+                    logger: TestLogging.logger
+                )
+            )
+        }
+
+        /// The person's browser.
+        var browser: PersonBrowser { PersonBrowser(fetcher: self.fetcher) }
+
+        /// What the provider issued, from its `/_state`.
+        func state() throws -> [String: Int] {
+            let body = try self.browser.get(self.server.origin + "/_state").body
+            return try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Int])
+        }
+    }
+
+    /// Plays the person: follows the authorization URL as a browser does. Sendable, for the
+    /// thread that plays it while the login waits.
+    private struct PersonBrowser: Sendable {
+        let fetcher: UpstreamFetcher
+
+        /// GET `url` without following redirects.
+        func get(_ url: String) throws -> UpstreamResponse {
+            try Blocking.wait { done in
+                self.fetcher.fetch(
+                    UpstreamFetcher.Request(method: "GET", url: url, allowPlainHTTP: true),
+                    completion: done
+                )
+            }.get()
+        }
+
+        /// Approves at the authorization URL, then follows its redirect to the callback.
+        func browse(_ url: String) throws -> UpstreamResponse {
+            let approval = try self.get(url)
+            guard approval.status == 302, let location = approval.headers.first("Location") else {
+                throw TestFailure(message: "the authorization endpoint answered \(approval.status)")
+            }
+            return try self.get(location)
+        }
+    }
+
+    private func setUp(_ method: OAuth1SignatureMethod = .hmacSHA1, fault: String? = nil) throws -> Setup {
+        let directory = try ScriptDirectory()
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let publicKey = directory.path("public.pem")
+        try key.publicKey.pemRepresentation.write(toFile: publicKey, atomically: true, encoding: .utf8)
+        let privateKey = directory.path("private.pem")
+        try key.pemRepresentation.write(toFile: privateKey, atomically: true, encoding: .utf8)
+        chmod(privateKey, 0o600)
+        let storeKey = directory.path("store.key")
+        try SecureRandom.hex(32).write(toFile: storeKey, atomically: true, encoding: .utf8)
+        chmod(storeKey, 0o600)
+        let server = try InteropServer(
+            script: "oauthlib_provider.py",
+            arguments: [Self.consumerKey, Self.consumerSecret, publicKey] + (fault.map { [$0] } ?? [])
+        )
+        let secret =
+            method == .rsaSHA1
+            ? #""private_key": {"file": "\#(privateKey)"}"# : #""consumer_secret": "\#(Self.consumerSecret)""#
+        let json = """
+            {"token_store": {"path": "\(directory.path("store/tokens.json"))", "encryption_key": {"file": "\(storeKey)"}},
+             "providers": {"legacy": {"grant": "oauth1", "consumer_key": "\(Self.consumerKey)", \(secret),
+                                      "signature_method": "\(method.rawValue)", "allow_insecure_endpoints": true,
+                                      "request_token_url": "\(server.origin)/request_token",
+                                      "authorize_url": "\(server.origin)/authorize",
+                                      "access_token_url": "\(server.origin)/access_token"}},
+             "routes": [{"path_prefix": "/api", "upstream": "\(server.origin)/resource", "provider": "legacy",
+                         "allow_insecure_upstream": true}]}
+            """
+        try json.write(toFile: directory.path("proxy.json"), atomically: true, encoding: .utf8)
+        return Setup(server: server, directory: directory, configuration: TestProxy.configuration(json))
+    }
+
+    @Test(arguments: OAuth1SignatureMethod.allCases)
+    func theCallbackLoginStoresTheEncryptedPairAndTheProxySignsWithIt(method: OAuth1SignatureMethod) throws {
+        let setup = try self.setUp(method)
+        let proxy = try setup.proxy()
+        let before = try proxy.client().get("/api/photos")
+        #expect(before.status == 401)
+        #expect(before.header("X-Tokenproxy-Error") == "login_required")
+
+        let page = Mutex<UpstreamResponse?>(nil)
+        let result = try setup.login().run(timeout: 30) { prompt in
+            #expect(prompt.callback.hasPrefix("http://127.0.0.1:"))
+            #expect(prompt.callback.hasSuffix("/callback"))
+            #expect(prompt.url.hasPrefix(setup.server.origin + "/authorize?oauth_token="))
+            let url = prompt.url
+            let browser = setup.browser
+            Thread.detachNewThread { page.withLock { $0 = try? browser.browse(url) } }
+        }
+        #expect(throws: Never.self) { try result.get() }
+        let callback = try #require(eventually { page.withLock { $0 } })
+        #expect(callback.status == 200)
+        #expect(String(decoding: callback.body, as: UTF8.self).contains("Signed in"))
+
+        // Stored encrypted: neither the token nor its secret is readable in the file.
+        let grant = try #require(try setup.store.read().grants["legacy"])
+        let token = try #require(grant.accessToken)
+        let tokenSecret = try #require(grant.tokenSecret)
+        #expect(grant.pendingLogin == nil)
+        let file = try String(contentsOfFile: setup.storePath, encoding: .utf8)
+        #expect(!file.contains(token))
+        #expect(!file.contains(tokenSecret))
+
+        // The running proxy picks the login up without a restart, and the provider accepts
+        // its signature with the issued token.
+        let accepted = eventually { (try? proxy.client().get("/api/photos?size=original"))?.status == 200 }
+        #expect(accepted)
+        #expect(try setup.state()["access_tokens"] == 1)
+
+        // `sign` shows the stored token; `logout` deletes the pair.
+        let signed = try OAuth1Diagnostics.sign(
+            provider: setup.provider,
+            store: setup.store,
+            method: "GET",
+            url: "https://example.com/",
+            form: nil,
+            showSignature: false
+        ).get()
+        #expect(signed.header.contains("oauth_token=\"\(OAuth1Signer.encode(token))\""))
+        let report = try Logout(
+            provider: setup.provider,
+            fetcher: setup.fetcher,
+            store: setup.store,
+            limits: setup.configuration.limits
+        ).run().get()
+        #expect(report.hadTokens)
+        #expect(try setup.store.read().grants["legacy"] == nil)
+    }
+
+    /// A request naming another temporary token may be a forgery from another page: refused,
+    /// and the login goes on to the real callback.
+    @Test func aCallbackForAnotherTokenIsRefusedAndTheLoginWaitsForItsOwn() throws {
+        let setup = try self.setUp()
+        let forged = Mutex<Int?>(nil)
+        let result = try setup.login().run(timeout: 30) { prompt in
+            let url = prompt.url
+            let callback = prompt.callback
+            let browser = setup.browser
+            Thread.detachNewThread {
+                let status = try? browser.get(callback + "?oauth_token=forged&oauth_verifier=forged").status
+                forged.withLock { $0 = status }
+                _ = try? browser.browse(url)
+            }
+        }
+        #expect(throws: Never.self) { try result.get() }
+        #expect(forged.withLock { $0 } == 400)
+        #expect(try setup.state()["access_tokens"] == 1)
+    }
+
+    /// Without `oauth_callback_confirmed=true` the provider may not have bound the callback
+    /// to the token: the login stops before anyone is sent to approve.
+    @Test func anUnconfirmedCallbackEndsTheLoginBeforeTheBrowser() throws {
+        let setup = try self.setUp(fault: "unconfirmed")
+        let presented = Mutex(false)
+        let result = try setup.login().run(timeout: 30) { _ in presented.withLock { $0 = true } }
+        guard case .failure(let error) = result else {
+            Issue.record("the login succeeded")
+            return
+        }
+        #expect(error.code == .exchangeFailed)
+        #expect(error.message.contains("oauth_callback_confirmed"))
+        #expect(!presented.withLock { $0 })
+        #expect(try setup.store.read().grants["legacy"] == nil)
+    }
+
+    /// A refused exchange names the provider's `oauth_problem` and nothing else it said.
+    @Test func aRefusedExchangeNamesTheProblemAndNoSecret() throws {
+        let setup = try self.setUp(fault: "refuse_access")
+        let page = Mutex<UpstreamResponse?>(nil)
+        let result = try setup.login().run(timeout: 30) { prompt in
+            let url = prompt.url
+            let browser = setup.browser
+            Thread.detachNewThread { page.withLock { $0 = try? browser.browse(url) } }
+        }
+        guard case .failure(let error) = result else {
+            Issue.record("the login succeeded")
+            return
+        }
+        #expect(error.code == .exchangeFailed)
+        #expect(error.message.contains("oauth_problem=permission_denied"))
+        #expect(!error.message.contains("consumer secret"))
+        #expect(try #require(eventually { page.withLock { $0 } }).status == 502)
+        #expect(try setup.store.read().grants["legacy"] == nil)
+    }
+
+    /// Out of band in two steps: the first keeps the temporary credentials in the store, the
+    /// second exchanges the verifier the provider showed; a second use finds nothing waiting.
+    @Test func theOutOfBandLoginFinishesWithTheVerifierLater() throws {
+        let setup = try self.setUp()
+        let shown = Mutex<String?>(nil)
+        let first = try setup.login().runOutOfBand { prompt in
+            #expect(prompt.callback == "oob")
+            shown.withLock { $0 = prompt.url }
+        } verifier: {
+            nil
+        }
+        #expect(try first.get() == nil)
+        #expect(try setup.store.read().grants["legacy"]?.pendingLogin != nil)
+
+        let page = try setup.browser.get(try #require(shown.withLock { $0 }))
+        #expect(page.status == 200)
+        let verifier = try #require(
+            FormEncoding.decode(String(decoding: page.body, as: UTF8.self)).first { $0.0 == "oauth_verifier" }?.1
+        )
+        _ = try setup.login().finish(verifier: verifier + "\n").get()
+        let grant = try #require(try setup.store.read().grants["legacy"])
+        #expect(grant.accessToken != nil && grant.tokenSecret != nil)
+        #expect(grant.pendingLogin == nil)
+        #expect(try setup.state()["access_tokens"] == 1)
+
+        guard case .failure(let again) = try setup.login().finish(verifier: verifier) else {
+            Issue.record("a spent verifier was exchanged again")
+            return
+        }
+        #expect(again.message.contains("no out-of-band login is waiting"))
+    }
+
+    /// Out of band in one step: the verifier is read at once.
+    @Test func theOutOfBandLoginTakesTheVerifierAtOnce() throws {
+        let setup = try self.setUp(.hmacSHA256)
+        let shown = Mutex<String?>(nil)
+        let result = try setup.login().runOutOfBand { prompt in
+            shown.withLock { $0 = prompt.url }
+        } verifier: {
+            guard let url = shown.withLock({ $0 }), let page = try? setup.browser.get(url) else { return nil }
+            return FormEncoding.decode(String(decoding: page.body, as: UTF8.self)).first { $0.0 == "oauth_verifier" }?.1
+        }
+        #expect(try result.get() != nil)
+        let proxy = try setup.proxy()
+        #expect(try proxy.client().get("/api/x").status == 200)
+    }
+
+    /// The commands as a person runs them: `login --oob` without a verifier on standard
+    /// input, `login --verifier`, `status`, `sign` and `logout`.
+    @Test func theCommandsRunTheOutOfBandLoginInTwoStepsAndLogOut() throws {
+        let setup = try self.setUp()
+        let config = setup.directory.path("proxy.json")
+        let started = try TokenProxyBinary.run(["login", "legacy", "--oob", "--config", config])
+        #expect(started.status == 0, "\(started.stderr)")
+        #expect(started.stderr.contains("--verifier"))
+        let url = try #require(
+            started.stderr.split(whereSeparator: \.isWhitespace).first {
+                $0.hasPrefix(setup.server.origin + "/authorize?")
+            }
+        )
+        let page = try setup.browser.get(String(url))
+        let verifier = try #require(
+            FormEncoding.decode(String(decoding: page.body, as: UTF8.self)).first { $0.0 == "oauth_verifier" }?.1
+        )
+        let finished = try TokenProxyBinary.run(["login", "legacy", "--verifier", verifier, "--config", config])
+        #expect(finished.status == 0, "\(finished.stderr)")
+        #expect(finished.stderr.contains("Signed in to legacy"))
+
+        let status = try TokenProxyBinary.run(["status", "--config", config])
+        let line = try #require(status.stdout.split(separator: "\n").first { $0.hasPrefix("legacy") })
+        #expect(line.contains("oauth1") && line.contains("access") && !line.contains("login required"))
+        let signed = try TokenProxyBinary.run(["sign", "legacy", "GET", "https://example.com/", "--config", config])
+        #expect(signed.status == 0, "\(signed.stderr)")
+        #expect(signed.stdout.contains("oauth_token="))
+
+        let logout = try TokenProxyBinary.run(["logout", "legacy", "--config", config])
+        #expect(logout.status == 0, "\(logout.stderr)")
+        #expect(logout.stderr.contains("OAuth 1.0a has no revocation"))
+        let after = try TokenProxyBinary.run(["status", "--config", config])
+        #expect(
+            after.stdout.split(separator: "\n").first { $0.hasPrefix("legacy") }?.contains("login required") == true
+        )
+    }
+
+    @Test func callbackRules() {
+        func judge(_ parameters: [(String, String)], path: String = "/callback") -> OAuth1CallbackStateMachine.Action {
+            var machine = OAuth1CallbackStateMachine(token: "T1")
+            return machine.request(path: path, parameters: parameters)
+        }
+        #expect(judge([("oauth_token", "T1"), ("oauth_verifier", "V")]) == .exchange(verifier: "V"))
+        #expect(
+            judge([("oauth_token", "T1"), ("oauth_verifier", "V")], path: "/")
+                == .refuse(status: 404, reason: "This address only receives the login callback.")
+        )
+        if case .refuse(let status, _) = judge([("oauth_token", "T2"), ("oauth_verifier", "V")]) {
+            #expect(status == 400)
+        } else {
+            Issue.record("a foreign token was not refused")
+        }
+        if case .refuse = judge([("oauth_token", "T1"), ("oauth_token", "T1"), ("oauth_verifier", "V")]) {
+        } else {
+            Issue.record("a repeated oauth_token was not refused")
+        }
+        #expect(judge([("denied", "T1")]) == .fail("the provider reports that access was denied"))
+        #expect(
+            judge([("oauth_token", "T1"), ("oauth_problem", "user_refused")])
+                == .fail("the provider reports oauth_problem=user_refused")
+        )
+        #expect(judge([("oauth_token", "T1")]) == .fail("the callback carries no oauth_verifier"))
+
+        var machine = OAuth1CallbackStateMachine(token: "T1")
+        #expect(
+            machine.request(path: "/callback", parameters: [("oauth_token", "T1"), ("oauth_verifier", "V")])
+                == .exchange(verifier: "V")
+        )
+        if case .refuse = machine.request(
+            path: "/callback",
+            parameters: [("oauth_token", "T1"), ("oauth_verifier", "V")]
+        ) {
+        } else {
+            Issue.record("a second callback was not refused")
+        }
+    }
+}
