@@ -6,6 +6,11 @@
 #
 #   bench/compare.sh OLD_BINARY NEW_BINARY            # 5 rounds of 8 s per measurement
 #   ROUNDS=9 DURATION=10 bench/compare.sh OLD NEW
+#   CONNECTIONS="1024 256" KEEPALIVE_REQUESTS=1000 bench/compare.sh OLD NEW
+#
+# CONNECTIONS lists the client connection counts measured ("64 1" by default);
+# KEEPALIVE_REQUESTS is how many requests the upstream serves on a connection before
+# closing it (a million by default, so connections are kept; nginx's default is 1,000).
 #
 # Build a binary as the Dockerfile does, e.g. for a commit checked out in a worktree:
 #   swift build -c release --static-swift-stdlib --product tokenproxy --scratch-path /tmp/b
@@ -20,6 +25,10 @@ OLD=$1
 NEW=$2
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-8}
+read -r -a CONNECTIONS <<< "${CONNECTIONS:-64 1}"
+KEEPALIVE_REQUESTS=${KEEPALIVE_REQUESTS:-1000000}
+# Descriptors for the client and upstream connections of both proxies.
+ulimit -n 16384 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 UPSTREAM_PORT=${UPSTREAM_PORT:-18543}
 OLD_PORT=${OLD_PORT:-18181}
 NEW_PORT=${NEW_PORT:-18182}
@@ -49,7 +58,7 @@ http {
   access_log off;
   client_body_temp_path $work/upstream/b; proxy_temp_path $work/upstream/p; fastcgi_temp_path $work/upstream/f;
   uwsgi_temp_path $work/upstream/u; scgi_temp_path $work/upstream/s;
-  keepalive_requests 1000000;
+  keepalive_requests $KEEPALIVE_REQUESTS;
   server {
     listen 127.0.0.1:$UPSTREAM_PORT ssl;
     ssl_certificate $work/server.pem;
@@ -101,8 +110,11 @@ for round in $(seq "$ROUNDS"); do
     for side in "${order[@]}"; do
         port=$OLD_PORT
         [ "$side" = new ] && port=$NEW_PORT
-        measure "$side" "$round" 64 2 "$port"
-        measure "$side" "$round" 1 1 "$port"
+        for connections in "${CONNECTIONS[@]}"; do
+            threads=2
+            [ "$connections" -lt 2 ] && threads=1
+            measure "$side" "$round" "$connections" "$threads" "$port"
+        done
     done
 done
 
@@ -124,8 +136,9 @@ for line in open(sys.argv[1]):
 def summary(values, scale, unit):
     return f"{statistics.median(values) * scale:.{0 if unit == '' else 3}f}{unit} ({min(values) * scale:.{0 if unit == '' else 3}f}-{max(values) * scale:.{0 if unit == '' else 3}f})"
 
-print(f"{sys.argv[2]} s per measurement, {len(rows[('old', 64)])} rounds; median (min-max)")
-for connections in (64, 1):
+counts = sorted({connections for _, connections in rows}, reverse=True)
+print(f"{sys.argv[2]} s per measurement, {len(rows[('old', counts[0])])} rounds; median (min-max)")
+for connections in counts:
     print(f"c={connections}")
     for side in ("old", "new"):
         runs = rows[(side, connections)]

@@ -48,6 +48,12 @@ package final class CurlEngine: @unchecked Sendable {
     private var thread: Thread?
     /// Idle easy handles (engine thread only).
     private var easyPool = CurlEasyPool()
+    /// No transfer's first-byte deadline is earlier than this (engine thread only). It may
+    /// belong to a transfer that has its answer by now; the transfers are only scanned once
+    /// it has passed, not on every turn of the loop.
+    private var earliestDeadline: ContinuousClock.Instant?
+    /// The size of libcurl's cache of idle upstream connections (engine thread only).
+    private var maximumCachedConnections = CurlEngine.minimumCachedConnections
 
     /// The longest the thread sleeps with nothing due; commands and libcurl's own timers
     /// wake it earlier.
@@ -68,7 +74,7 @@ package final class CurlEngine: @unchecked Sendable {
         }
         self.multi = multi
         self.wakeup = wakeup
-        _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 256)
+        _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, CurlEngine.minimumCachedConnections)
         self.thread = NamedThread.start(named: name) { [self] in self.run() }
     }
 
@@ -133,14 +139,11 @@ package final class CurlEngine: @unchecked Sendable {
             self.collectFinished()
             let now = ContinuousClock.now
             var timeout = self.idleWaitMilliseconds
-            for transfer in self.transfers.values {
-                if let deadline = transfer.firstByteDeadline {
-                    if deadline <= now {
-                        self.finish(transfer, timedOut: true)
-                    } else {
-                        timeout = min(timeout, Int((deadline - now).milliseconds) + 1)
-                    }
-                }
+            if let earliest = self.earliestDeadline, earliest <= now {
+                self.expireDeadlines(now: now)
+            }
+            if let earliest = self.earliestDeadline {
+                timeout = min(timeout, Int((earliest - now).milliseconds) + 1)
             }
             // One hop per transfer per iteration, however many callbacks it had.
             for transfer in self.outboxes {
@@ -163,11 +166,33 @@ package final class CurlEngine: @unchecked Sendable {
         }
     }
 
+    /// A transfer's first-byte deadline was set to `deadline`.
+    func deadlineSet(_ deadline: ContinuousClock.Instant) {
+        if self.earliestDeadline.map({ deadline < $0 }) ?? true {
+            self.earliestDeadline = deadline
+        }
+    }
+
+    /// Ends the transfers whose first byte is overdue, and finds the next deadline.
+    private func expireDeadlines(now: ContinuousClock.Instant) {
+        var next: ContinuousClock.Instant?
+        for transfer in self.transfers.values {
+            guard let deadline = transfer.firstByteDeadline else { continue }
+            if deadline <= now {
+                self.finish(transfer, timedOut: true)
+            } else if next.map({ deadline < $0 }) ?? true {
+                next = deadline
+            }
+        }
+        self.earliestDeadline = next
+    }
+
     private func apply(_ command: Command) {
         switch command {
         case .add(let transfer):
             guard let easy = transfer.prepare(engine: self) else { return }
             self.transfers[ObjectIdentifier(transfer)] = transfer
+            self.fitConnectionCache()
             easy.add(to: self.multi)
         case .resume(let transfer):
             guard self.transfers[ObjectIdentifier(transfer)] != nil else { return }
@@ -204,6 +229,21 @@ package final class CurlEngine: @unchecked Sendable {
 }
 
 extension CurlEngine {
+    /// The connection cache's size while few transfers run at a time.
+    static let minimumCachedConnections = 256
+
+    /// Grows libcurl's connection cache with the transfers running at once, so that under
+    /// many concurrent requests an upstream connection is kept for the next request rather
+    /// than closed and made anew with a TLS handshake. It stays within a quarter of the
+    /// descriptor limit, and never shrinks: idle connections close after libcurl's maximum
+    /// idle age.
+    fileprivate func fitConnectionCache() {
+        let wanted = min(2 * self.transfers.count, max(Self.minimumCachedConnections, DescriptorLimit.softLimit / 4))
+        guard wanted > self.maximumCachedConnections else { return }
+        self.maximumCachedConnections = wanted
+        _ = tp_multi_setopt_long(self.multi, CURLMOPT_MAXCONNECTS, wanted)
+    }
+
     /// How many engines `serve` runs unless told otherwise: one per processor, as nginx's
     /// `worker_processes auto` does, at most 8 (each engine keeps its own upstream
     /// connections, so more engines mean more idle connections to every upstream).

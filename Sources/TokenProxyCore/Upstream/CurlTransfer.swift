@@ -61,7 +61,11 @@ package final class CurlTransfer: @unchecked Sendable {
     private var outbox = CurlDelivery()
     private var outboxQueued = false
     var result: CURLcode = CURLE_OK
-    var firstByteDeadline: ContinuousClock.Instant?
+    var firstByteDeadline: ContinuousClock.Instant? {
+        didSet {
+            if let deadline = self.firstByteDeadline { self.engine?.deadlineSet(deadline) }
+        }
+    }
 
     init(
         request: UpstreamRequest,
