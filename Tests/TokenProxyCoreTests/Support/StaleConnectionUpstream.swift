@@ -7,9 +7,11 @@ import Synchronization
 
 /// An upstream on loopback whose connections break at chosen requests, the way a server's
 /// kept-alive connections break when it closes them (`keepalive_requests`, an idle timeout)
-/// as a client sends on them: such a request's head is read, then the connection is reset
-/// (`SO_LINGER` 0) without an answer. Every other request is answered 200 with keep-alive;
-/// the body tells which connection served it and echoes the request body.
+/// as a client sends on them: such a request is read whole, then the connection is reset
+/// (`SO_LINGER` 0) without an answer. Reading the body too means the client has sent all of
+/// it, so libcurl cannot send the request again by itself without rewinding the body. Every
+/// other request is answered 200 with keep-alive; the body tells which connection served
+/// it and echoes the request body.
 final class StaleConnectionUpstream: Sendable {
     /// A request as it arrived: the connection's number (from 1, in order of acceptance), the
     /// method, the target, its `Authorization` field, and whether it was answered or its
@@ -32,8 +34,8 @@ final class StaleConnectionUpstream: Sendable {
     private let record = Record()
 
     /// Listens on an ephemeral loopback port. A request for which `reset` is true (given the
-    /// connection's number and the request's number on it, both from 1) is read up to the end
-    /// of its head and its connection reset.
+    /// connection's number and the request's number on it, both from 1) is read whole and its
+    /// connection reset.
     init(reset: @escaping @Sendable (_ connection: Int, _ request: Int) -> Bool) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
@@ -93,6 +95,8 @@ final class StaleConnectionUpstream: Sendable {
                 authorization: Self.field("Authorization", in: head),
                 answered: false
             )
+            let length = Self.field("Content-Length", in: head).flatMap { Int($0) } ?? 0
+            guard let body = Self.readBody(client, length: length, input: &input) else { break }
             if reset(connection, request) {
                 record.state.withLock { $0.seen.append(seen) }
                 var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
@@ -100,8 +104,6 @@ final class StaleConnectionUpstream: Sendable {
                 close(client)
                 return
             }
-            let length = Self.field("Content-Length", in: head).flatMap { Int($0) } ?? 0
-            guard let body = Self.readBody(client, length: length, input: &input) else { break }
             seen.answered = true
             record.state.withLock { $0.seen.append(seen) }
             let text = "\(method) \(target) on connection \(connection): " + String(decoding: body, as: UTF8.self)
