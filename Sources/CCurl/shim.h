@@ -51,6 +51,10 @@ static inline CURLcode tp_easy_getinfo_pointer(CURL *handle, CURLINFO info, void
     return curl_easy_getinfo(handle, info, value);
 }
 
+static inline CURLcode tp_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
 static inline CURLMcode tp_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
     return curl_multi_setopt(handle, option, value);
 }

@@ -35,6 +35,7 @@ package final class ProxyMetrics: Sendable {
         Names.openConnections: "Open client connections on every listener.",
         Names.tokenExpiresIn: "Seconds until the provider's current access token expires.",
         Names.replays: "Requests replayed after a 401 from the upstream, by route.",
+        Names.resends: "Requests resent on a new connection after a reused upstream connection failed, by route.",
     ]
 
     enum Names {
@@ -45,6 +46,7 @@ package final class ProxyMetrics: Sendable {
         static let openConnections = "tokenproxy_open_connections"
         static let tokenExpiresIn = "tokenproxy_token_expires_in_seconds"
         static let replays = "tokenproxy_replays_total"
+        static let resends = "tokenproxy_resends_total"
     }
 
     /// The upper bounds of the request duration buckets, in seconds.
@@ -104,6 +106,12 @@ package final class ProxyMetrics: Sendable {
     /// Counts one replay of a request of `route` after a 401.
     package func replayed(route: String) {
         self.counter(Names.replays, [("route", route)]).increment()
+    }
+
+    /// Counts one request of `route` sent again on a new connection after a reused upstream
+    /// connection failed before any answer.
+    package func resent(route: String) {
+        self.counter(Names.resends, [("route", route)]).increment()
     }
 
     /// Counts one token request for `provider` (retries of a transient failure within it

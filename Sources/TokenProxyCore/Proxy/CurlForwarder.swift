@@ -97,7 +97,8 @@ package final class CurlForwarder: RouteForwarder {
             url: url,
             entry: entry,
             replay: ReplayStateMachine(
-                enabled: route.retryOn401 && entry?.source.canRenew == true,
+                replaysUnauthorized: route.retryOn401 && entry?.source.canRenew == true,
+                idempotent: ReplayStateMachine.isIdempotent(exchange.head.method),
                 limit: limits.replayBufferBytes,
                 hasBody: hasBody
             ),
@@ -211,11 +212,14 @@ package final class CurlForwarder: RouteForwarder {
         }
     }
 
+    /// Starts a transfer for `attempt` with `credential`; `freshConnection` makes it open a new
+    /// upstream connection rather than take one from the cache.
     private func start(
         _ exchange: HTTPExchange,
         attempt: ForwardingAttempt,
         credential: CredentialHeader?,
-        limits: Limits
+        limits: Limits,
+        freshConnection: Bool = false
     ) {
         let route = attempt.match.route
         let logger = attempt.logger
@@ -243,7 +247,8 @@ package final class CurlForwarder: RouteForwarder {
             clientCertificate: route.clientCert,
             clientKeyPEM: clientKey,
             connectTimeout: limits.upstreamConnectTimeoutSeconds,
-            firstByteTimeout: route.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds
+            firstByteTimeout: route.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds,
+            freshConnection: freshConnection
         )
         let bound = QueueBound(exchange, context: exchange.context)
         // Weak: the attempt holds the transfer, which holds this sink.
@@ -267,6 +272,20 @@ package final class CurlForwarder: RouteForwarder {
                     exchange.logFields["replayed"] = "true"
                     self.obtainCredentialAndStart(exchange, attempt: attempt, limits: limits)
                 }
+            },
+            resendAfterLostConnection: { [self] exchange, error in
+                // In the exchange's context. The same credential: the connection failed, not
+                // the token. A new connection, so that another stale one cannot be taken.
+                guard let attempt = weakAttempt.value.object, !exchange.isComplete,
+                    attempt.resendOnLostConnection()
+                else { return false }
+                logger.debug(
+                    "resending on a new upstream connection",
+                    metadata: ["route": "\(route.name)", "reason": "\(error.message)"]
+                )
+                exchange.logFields["resent"] = "true"
+                self.start(exchange, attempt: attempt, credential: credential, limits: limits, freshConnection: true)
+                return true
             }
         ) { outcome in
             if case .failed(let error) = outcome {

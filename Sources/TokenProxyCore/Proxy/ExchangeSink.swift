@@ -13,6 +13,10 @@ struct ExchangeSink: CurlResponseSink {
     let refuseUnauthorized: @Sendable (HTTPResponseHead) -> ProxyError?
     /// Called once a dropped answer has ended.
     let onSwallowedResponseEnd: @Sendable () -> Void
+    /// Asked in the exchange's context when the transfer failed on a reused connection before
+    /// any answer (with the error the client would get): true means the request was sent
+    /// again, and this transfer answers nothing.
+    let resendAfterLostConnection: @Sendable (HTTPExchange, ProxyError) -> Bool
     /// Called in the exchange's context when the transfer ended.
     let onComplete: @Sendable (CurlTransferOutcome) -> Void
     /// What the copies of this sink share.
@@ -23,12 +27,14 @@ struct ExchangeSink: CurlResponseSink {
         interceptUnauthorized: @escaping @Sendable () -> Bool = { false },
         refuseUnauthorized: @escaping @Sendable (HTTPResponseHead) -> ProxyError? = { _ in nil },
         onSwallowedResponseEnd: @escaping @Sendable () -> Void = {},
+        resendAfterLostConnection: @escaping @Sendable (HTTPExchange, ProxyError) -> Bool = { _, _ in false },
         onComplete: @escaping @Sendable (CurlTransferOutcome) -> Void
     ) {
         self.exchange = exchange
         self.interceptUnauthorized = interceptUnauthorized
         self.refuseUnauthorized = refuseUnauthorized
         self.onSwallowedResponseEnd = onSwallowedResponseEnd
+        self.resendAfterLostConnection = resendAfterLostConnection
         self.onComplete = onComplete
     }
 
@@ -38,6 +44,7 @@ struct ExchangeSink: CurlResponseSink {
         let intercept = self.interceptUnauthorized
         let refuse = self.refuseUnauthorized
         let swallowedEnd = self.onSwallowedResponseEnd
+        let resend = self.resendAfterLostConnection
         self.run { exchange in
             if !state.swallowing, let head = delivery.head, head.status == 401 {
                 if let error = refuse(head) {
@@ -59,6 +66,9 @@ struct ExchangeSink: CurlResponseSink {
                 }
                 return
             }
+            if case .lostReusedConnection(let error)? = delivery.end, resend(exchange, error) {
+                return
+            }
             exchange.batch { exchange in
                 if let head = delivery.head {
                     exchange.sendHead(head)
@@ -75,7 +85,7 @@ struct ExchangeSink: CurlResponseSink {
                         ProxyMetrics.UpstreamErrorKind.aborted.rawValue
                     exchange.abort()
                     onComplete(.aborted)
-                case .fail(let error)?:
+                case .fail(let error)?, .lostReusedConnection(let error)?:
                     exchange.logFields[ExchangeMetrics.upstreamErrorField] =
                         error.code == .upstreamTimeout ? "timeout" : "unreachable"
                     exchange.respond(ErrorResponse.response(for: error))

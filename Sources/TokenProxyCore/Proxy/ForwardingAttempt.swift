@@ -1,9 +1,10 @@
 import Logging
 import Synchronization
 
-/// One client request across its upstream attempts (the first, and at most one replay after
-/// a 401): the token used, the body kept for a replay, and the transfer being fed.
-/// Confined to the exchange's context.
+/// One client request across its upstream attempts (the first, at most one replay after a
+/// 401, at most one resend after a reused connection failed; ``ReplayStateMachine``): the
+/// token used, the body kept for another attempt, and the transfer being fed. Confined to the
+/// exchange's context.
 final class ForwardingAttempt {
     let match: Router.Match
     let base: UpstreamURL.Base
@@ -35,7 +36,8 @@ final class ForwardingAttempt {
         self.logger = logger
     }
 
-    /// The client's body: fed to the current transfer and, while replay is possible, kept.
+    /// The client's body: fed to the current transfer and, while another attempt is possible,
+    /// kept.
     func receivedBody(_ event: RequestBodyEvent, exchange: HTTPExchange) {
         switch event {
         case .bytes(let bytes):
@@ -65,7 +67,8 @@ final class ForwardingAttempt {
     }
 
     /// A new transfer takes over. The first one starts reading the client's body (nothing is
-    /// read while the credential is being obtained); a replay gets the kept body at once.
+    /// read while the credential is being obtained); a later one gets the kept body at once,
+    /// which stays kept while yet another attempt is possible.
     func attach(_ transfer: CurlTransfer, exchange: HTTPExchange) {
         let replaying = self.transfer != nil
         self.transfer = transfer
@@ -74,7 +77,9 @@ final class ForwardingAttempt {
             transfer.endBody()
         } else if replaying {
             _ = transfer.appendBody(self.kept)
-            self.kept = []
+            if !self.replay.keepsBody {
+                self.kept = []
+            }
             if self.bodyComplete {
                 transfer.endBody()
             }
@@ -89,6 +94,12 @@ final class ForwardingAttempt {
     /// The upstream answered 401: whether to swallow it and replay.
     func replayOnUnauthorized() -> Bool {
         self.replay.unauthorized() == .replay
+    }
+
+    /// The reused connection the current transfer went out on failed before any answer:
+    /// whether to send the request again on a new one.
+    func resendOnLostConnection() -> Bool {
+        self.replay.lostReusedConnection() == .resend
     }
 }
 

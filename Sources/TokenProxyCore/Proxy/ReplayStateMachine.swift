@@ -1,7 +1,15 @@
-/// The 401 replay rule (`docs/upstream.md`, "A 401 from the upstream") as a pure state machine: a request whose
-/// upstream answered 401 is replayed once with a fresh token, when its body (if any) was
-/// complete and at most the replay buffer when the answer came. A second 401, or a body
-/// that could not be kept, goes back to the client unchanged.
+/// When a request is sent upstream again (`docs/upstream.md`, "A 401 from the upstream" and
+/// "A reused connection that fails"), as a pure state machine. Two events can each cause one
+/// more attempt:
+///
+/// - a 401: replayed once with a fresh token, on routes with `retry_on_401`;
+/// - a reused upstream connection that failed before any byte of an answer: the request is
+///   resent once on a new connection, when its method is idempotent (RFC 9110 §9.2.2; a
+///   proxy never retries the others on its own, RFC 9112 §9.3.1).
+///
+/// Either needs the body (if any) complete and at most the replay buffer when the event
+/// comes, so a request goes upstream at most three times. Otherwise the 401 goes back to the
+/// client unchanged, and the failure is answered 502 `upstream_unreachable`.
 struct ReplayStateMachine: Sendable, Equatable {
     /// What to do with a 401.
     enum Decision: Sendable, Equatable {
@@ -11,53 +19,100 @@ struct ReplayStateMachine: Sendable, Equatable {
         case replay
     }
 
+    /// What to do when a reused connection failed before any answer.
+    enum LostConnectionDecision: Sendable, Equatable {
+        /// Answer the client with the failure.
+        case fail
+        /// Send the request again, with the same credential, on a new connection.
+        case resend
+    }
+
+    /// The further attempts still allowed.
+    struct Retries: OptionSet, Sendable, Equatable {
+        let rawValue: UInt8
+
+        /// One replay after a 401.
+        static let replayAfterUnauthorized = Retries(rawValue: 1 << 0)
+        /// One resend after a reused connection failed.
+        static let resendAfterLostConnection = Retries(rawValue: 1 << 1)
+    }
+
     private enum State: Sendable, Equatable {
-        /// The first attempt; the body kept so far and whether it ended.
-        case first(kept: Int, complete: Bool)
-        /// The body outgrew the replay buffer, or replay is off: nothing can be replayed.
-        case unreplayable
-        /// The one replay is under way.
-        case replaying
+        /// The whole body so far is kept (`kept` bytes, `complete` once it ended), and
+        /// `retries` are still allowed (never empty).
+        case holding(kept: Int, complete: Bool, retries: Retries)
+        /// Nothing is sent again: the body outgrew the replay buffer, the route and the method
+        /// allow no further attempt, or every allowed one was made.
+        case final
     }
 
     private var state: State
     private let limit: Int
 
-    /// `enabled` is the route's `retry_on_401`; `limit` the replay buffer; `hasBody` whether
-    /// the request has a body at all.
-    init(enabled: Bool, limit: Int, hasBody: Bool) {
+    /// `replaysUnauthorized` is the route's `retry_on_401` with a provider that can renew its
+    /// token; `idempotent` whether the method may be resent; `limit` the replay buffer;
+    /// `hasBody` whether the request has a body at all.
+    init(replaysUnauthorized: Bool, idempotent: Bool, limit: Int, hasBody: Bool) {
         self.limit = limit
-        self.state = enabled ? .first(kept: 0, complete: !hasBody) : .unreplayable
+        var retries: Retries = []
+        if replaysUnauthorized {
+            retries.insert(.replayAfterUnauthorized)
+        }
+        if idempotent {
+            retries.insert(.resendAfterLostConnection)
+        }
+        self.state = retries.isEmpty ? .final : .holding(kept: 0, complete: !hasBody, retries: retries)
     }
 
-    /// Whether body bytes should still be kept for a replay.
+    /// Whether `method` is idempotent (RFC 9110 §9.2.2), so a request the upstream may have
+    /// received can be sent again. Methods are case-sensitive (RFC 9110 §9.1).
+    static func isIdempotent(_ method: String) -> Bool {
+        switch method {
+        case "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE":
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Whether body bytes should still be kept for another attempt.
     var keepsBody: Bool {
-        if case .first = self.state { return true }
+        if case .holding = self.state { return true }
         return false
     }
 
     /// `count` more body bytes arrived from the client.
     mutating func bodyReceived(_ count: Int) {
-        guard case .first(let kept, let complete) = self.state else { return }
-        self.state = kept + count > self.limit ? .unreplayable : .first(kept: kept + count, complete: complete)
+        guard case .holding(let kept, let complete, let retries) = self.state else { return }
+        self.state =
+            kept + count > self.limit ? .final : .holding(kept: kept + count, complete: complete, retries: retries)
     }
 
     /// The request body is complete.
     mutating func bodyEnded() {
-        guard case .first(let kept, _) = self.state else { return }
-        self.state = .first(kept: kept, complete: true)
+        guard case .holding(let kept, _, let retries) = self.state else { return }
+        self.state = .holding(kept: kept, complete: true, retries: retries)
     }
 
     /// The upstream answered 401.
     mutating func unauthorized() -> Decision {
-        guard case .first(_, complete: true) = self.state else {
-            if self.state == .replaying {
-                // A second 401 goes to the client: the new token is refused too.
-                self.state = .unreplayable
-            }
-            return .relay
+        // A second 401 goes to the client: the new token is refused too.
+        self.take(.replayAfterUnauthorized) ? .replay : .relay
+    }
+
+    /// A reused connection failed before any byte of an answer.
+    mutating func lostReusedConnection() -> LostConnectionDecision {
+        self.take(.resendAfterLostConnection) ? .resend : .fail
+    }
+
+    /// Uses up `retry` if it is still allowed and the whole body is kept; the body stays kept
+    /// while another retry is allowed.
+    private mutating func take(_ retry: Retries) -> Bool {
+        guard case .holding(let kept, complete: true, var retries) = self.state, retries.contains(retry) else {
+            return false
         }
-        self.state = .replaying
-        return .replay
+        retries.remove(retry)
+        self.state = retries.isEmpty ? .final : .holding(kept: kept, complete: true, retries: retries)
+        return true
     }
 }

@@ -28,7 +28,7 @@ package final class HTTPExchange {
     /// when it was aborted or the connection ended first. For access logs and metrics.
     package var onComplete: ((_ finished: Bool) -> Void)?
     /// Fields that handlers add to the exchange's access-log line (a token fetched for it, a
-    /// replay after a 401).
+    /// replay after a 401, a resend after a lost upstream connection).
     package var logFields: [String: String] = [:]
 
     private weak var connection: HTTPConnection?

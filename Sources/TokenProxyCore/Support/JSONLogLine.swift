@@ -40,6 +40,7 @@ struct JSONLogLine {
         "dropped": .integer("tokenproxy.dropped_lines"),
         "aborted": .boolean("tokenproxy.aborted"),
         "replayed": .boolean("tokenproxy.replayed"),
+        "resent": .boolean("tokenproxy.resent"),
         "token_refreshed": .boolean("tokenproxy.token_refreshed"),
     ]
 

@@ -14,9 +14,18 @@ import Synchronization
 struct CurlDelivery: Sendable {
     /// How the transfer ended.
     enum End: Sendable {
+        /// The whole response arrived.
         case finish
+        /// The response broke off after its head.
         case abort
+        /// No response head arrived; the client is answered with this error.
         case fail(ProxyError)
+        /// No byte of a response arrived because the connection, one reused from the cache,
+        /// failed: sending the request failed, receiving failed, or the upstream closed it
+        /// without a word. Usually the upstream had closed that kept-alive connection as the
+        /// request went out (RFC 9112 §9.3.1), but it may have received the request. Answered
+        /// with this error unless the request is sent again.
+        case lostReusedConnection(ProxyError)
     }
 
     var head: HTTPResponseHead?

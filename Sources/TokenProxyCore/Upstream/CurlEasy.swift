@@ -81,6 +81,16 @@ struct CurlEasy {
         tp_easy_setopt_opensocket_callback(self.handle, callback) == CURLE_OK
     }
 
+    /// Whether the last transfer went out on a connection taken from the cache: libcurl
+    /// counted no new connection for it (`CURLINFO_NUM_CONNECTS` is 0; the count is reset when
+    /// a transfer starts, and a connection libcurl reopened itself counts). Nil when libcurl
+    /// cannot tell.
+    var reusedConnection: Bool? {
+        var connects = 0
+        guard tp_easy_getinfo_long(self.handle, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK else { return nil }
+        return connects == 0
+    }
+
     /// Continues a transfer paused by a read or write callback.
     func unpause() {
         curl_easy_pause(self.handle, tp_pause_cont())

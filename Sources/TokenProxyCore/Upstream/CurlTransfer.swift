@@ -27,6 +27,9 @@ package final class CurlTransfer: @unchecked Sendable {
         var clientKeyPEM: String?
         var connectTimeout: Double
         var firstByteTimeout: Double
+        /// Whether the request must go out on a new connection rather than one from the cache
+        /// (`CURLOPT_FRESH_CONNECT`): for a request sent again after a reused one failed.
+        var freshConnection = false
     }
 
     /// What the client's side and the engine share, behind `shared`'s mutex: the request
@@ -56,6 +59,8 @@ package final class CurlTransfer: @unchecked Sendable {
     private var errorBuffer: UnsafeMutablePointer<CChar>?
     private var parser = UpstreamResponseParser()
     private var headSent = false
+    /// Whether any line of a response (an interim one included) arrived.
+    private var responseBegan = false
     /// Why the upstream's head was refused, when it was.
     private var headError: ProxyError?
     private var outbox = CurlDelivery()
@@ -151,6 +156,9 @@ package final class CurlTransfer: @unchecked Sendable {
         // size), so the result is not checked: it is a speed setting, not a safety one.
         _ = easy.set(CURLOPT_BUFFERSIZE, 128 * 1024)
         set(easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(self.options.connectTimeout * 1000)))
+        if self.options.freshConnection {
+            set(easy.set(CURLOPT_FRESH_CONNECT, 1))
+        }
         if let caFile = self.options.caFile {
             set(easy.set(CURLOPT_CAINFO, caFile))
         }
@@ -286,11 +294,36 @@ package final class CurlTransfer: @unchecked Sendable {
         } else if let headError = self.headError {
             self.post(end: .fail(headError))
         } else {
-            self.post(
-                end: .fail(
-                    ProxyError(.upstreamUnreachable, self.errorMessage(), route: self.route, provider: self.provider)
-                )
+            let error = ProxyError(
+                .upstreamUnreachable,
+                self.errorMessage(),
+                route: self.route,
+                provider: self.provider
             )
+            self.post(end: self.lostReusedConnection ? .lostReusedConnection(error) : .fail(error))
+        }
+    }
+
+    /// Whether the transfer failed the way a kept-alive connection the upstream has just
+    /// closed fails, before any byte of a response:
+    ///
+    /// - on a connection from the cache, sending or receiving failed, or nothing came back.
+    ///   libcurl itself sends the request again on a new connection when sending the head
+    ///   fails, or receiving fails or ends with nothing, but not when sending fails later (the
+    ///   rest of a large head, the body);
+    /// - libcurl found a connection from the cache dead with nothing received and, sending
+    ///   the request again, could not rewind its body (`CURLE_SEND_FAIL_REWIND`): the body is
+    ///   not libcurl's to replay. With the options set here (no HTTP authentication, no
+    ///   redirects, no `Expect`) that retry is the only rewind libcurl asks for.
+    private var lostReusedConnection: Bool {
+        guard !self.responseBegan else { return false }
+        switch self.result {
+        case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING:
+            return self.easy?.reusedConnection == true
+        case CURLE_SEND_FAIL_REWIND:
+            return true
+        default:
+            return false
         }
     }
 
@@ -369,6 +402,7 @@ package final class CurlTransfer: @unchecked Sendable {
 
     fileprivate func receivedHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
         guard !self.headSent else { return true }  // trailers after the body are dropped
+        self.responseBegan = true
         switch self.parser.line(bytes: line) {
         case .pending, .interim:
             return true

@@ -144,7 +144,7 @@ private final class BufferingSink: CurlResponseSink, Sendable {
             case .abort:
                 state.done = true
                 return .failure(ProxyError(.upstreamUnreachable, "the response broke off"))
-            case .fail(let error):
+            case .fail(let error), .lostReusedConnection(let error):
                 state.done = true
                 return .failure(error)
             }
