@@ -12,7 +12,7 @@ struct LoginCommand: ParsableCommand {
     @OptionGroup var options: ConfigOption
     @Argument(help: "Provider name.") var provider: String
 
-    @Option(help: "Seconds to wait for the browser to come back (authorization_code).")
+    @Option(help: "Seconds to wait for the browser to come back (authorization_code, oauth1), 1 to 86400.")
     var timeout: Double = 300
 
     @Flag(help: "Print the authorization URL without trying to open a browser.")
@@ -26,6 +26,15 @@ struct LoginCommand: ParsableCommand {
 
     @Option(help: "oauth1: finish the out-of-band login started with --oob with this verifier.")
     var verifier: String?
+
+    func validate() throws {
+        guard self.timeout >= 1, self.timeout <= 86400 else {
+            throw ValidationError("--timeout must be from 1 to 86400 seconds")
+        }
+        if self.oob, self.verifier != nil {
+            throw ValidationError("--oob starts a login and --verifier finishes one: give one of them")
+        }
+    }
 
     func run() throws {
         let context = try CredentialCommandContext(options: self.options)
@@ -112,6 +121,13 @@ extension LoginCommand {
         _ provider: ProviderConfiguration,
         context: CredentialCommandContext
     ) throws -> Result<LoginResult, LoginError>? {
+        if provider.token != nil {
+            Console.error(
+                "provider \"\(provider.name)\" has a configured token and token_secret, which it signs with; "
+                    + "remove them to sign in with `tokenproxy login` instead"
+            )
+            throw ExitStatus.configError
+        }
         if provider.requestTokenURL == nil {
             Console.error(
                 "provider \"\(provider.name)\" has no request_token_url, authorize_url and access_token_url: "
@@ -127,7 +143,13 @@ extension LoginCommand {
             logger: context.logger
         )
         if let verifier = self.verifier {
-            return login.finish(verifier: verifier)
+            let finished = login.finish(verifier: verifier)
+            if case .failure(let error) = finished, error.code == .exchangeFailed {
+                Console.error(
+                    "(the login still waits: `tokenproxy login \(provider.name) --verifier CODE` may be tried again)"
+                )
+            }
+            return finished
         }
         if !self.oob {
             return login.run(timeout: self.timeout) { prompt in
@@ -147,6 +169,9 @@ extension LoginCommand {
         }
         switch outcome {
         case .failure(let error):
+            if error.code == .exchangeFailed || error.code == .callbackRejected {
+                Console.error("(the login still waits: `tokenproxy login \(provider.name) --verifier CODE` may be tried again)")
+            }
             return .failure(error)
         case .success(let stored?):
             return .success(stored)

@@ -5,7 +5,10 @@
                           browser goes to the callback with oauth_token and oauth_verifier, or
                           for "oob" the page shows the verifier (as a form-encoded body)
     POST /access_token    AccessTokenEndpoint: the verifier exchanged for the token pair
-    GET  /_state          what was issued, as JSON (counts and the verifiers' use)
+    GET  /_state          what was issued, as JSON (counts, the verifiers' use, and the token
+                          the last accepted resource request was signed with)
+    POST /_revoke         revokes every access token issued so far (the resource then answers
+                          401 with oauth_problem=token_rejected)
     anything else         ResourceEndpoint: 200 when signed with a token this provider issued
 
 Every signature, nonce, timestamp, temporary token and verifier is checked as a provider checks
@@ -37,6 +40,7 @@ SEEN_NONCES = set()
 REQUEST_TOKENS = {}  # token -> {"secret", "callback", "verifier", "used"}
 ACCESS_TOKENS = {}  # token -> secret
 COUNTS = {"request_tokens": 0, "authorizations": 0, "access_tokens": 0, "resource_requests": 0}
+LAST_TOKEN = {"value": None}
 
 
 class Validator(RequestValidator):
@@ -196,11 +200,18 @@ class Handler(BaseHTTPRequestHandler):
                 state = dict(COUNTS)
                 state["verifiers_pending"] = sum(1 for entry in REQUEST_TOKENS.values()
                                                  if entry["verifier"] and not entry["used"])
+                state["last_resource_token"] = LAST_TOKEN["value"]
             self.answer(200, {"Content-Type": "application/json"}, json.dumps(state))
+        elif path == "/_revoke":
+            with LOCK:
+                ACCESS_TOKENS.clear()
+            self.answer(204, {}, b"")
         else:
             valid, request = RESOURCE.validate_protected_resource_request(uri, self.command, body, headers)
             with LOCK:
                 COUNTS["resource_requests"] += 1
+                if valid:
+                    LAST_TOKEN["value"] = request.resource_owner_key
             answer = json.dumps({"valid": valid})
             challenge = {} if valid else {"WWW-Authenticate": 'OAuth realm="test", oauth_problem="token_rejected"'}
             self.answer(200 if valid else 401, {"Content-Type": "application/json", **challenge}, answer)

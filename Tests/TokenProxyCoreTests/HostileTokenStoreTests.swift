@@ -53,6 +53,7 @@ import Testing
         ("expires_at", "99999999999999999999999999"), ("expires_at", "-5"), ("expires_at", #""soon""#),
         ("expires_at", "true"), ("obtained_at", "1e300"), ("last_error_at", "-1e300"), ("since", "1e300"),
         ("access_token", #""bad\r\nX-Injected: 1""#), ("access_token", "12"), ("refresh_token", "[]"),
+        ("pending_login", #"{"token": "t", "token_secret": "s", "since": 1e300}"#), ("token_secret", "7"),
     ])
     func aHandEditedStoreNeverStopsACommand(key: String, value: String) throws {
         let auth = try FakeAuthorizationServer()

@@ -56,9 +56,23 @@ struct OAuth1LoginTests {
         var browser: PersonBrowser { PersonBrowser(fetcher: self.fetcher) }
 
         /// What the provider issued, from its `/_state`.
-        func state() throws -> [String: Int] {
+        func state() throws -> [String: Any] {
             let body = try self.browser.get(self.server.origin + "/_state").body
-            return try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Int])
+            return try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+        }
+
+        /// How many access tokens the provider issued.
+        func accessTokensIssued() throws -> Int? {
+            try self.state()["access_tokens"] as? Int
+        }
+
+        /// Runs a callback login to its end, the browser played on a thread of its own.
+        func signIn() throws -> LoginResult {
+            let browser = self.browser
+            return try self.login().run(timeout: 30) { prompt in
+                let url = prompt.url
+                Thread.detachNewThread { _ = try? browser.browse(url) }
+            }.get()
         }
     }
 
@@ -154,7 +168,7 @@ struct OAuth1LoginTests {
         // its signature with the issued token.
         let accepted = eventually { (try? proxy.client().get("/api/photos?size=original"))?.status == 200 }
         #expect(accepted)
-        #expect(try setup.state()["access_tokens"] == 1)
+        #expect(try setup.accessTokensIssued() == 1)
 
         // `sign` shows the stored token; `logout` deletes the pair.
         let signed = try OAuth1Diagnostics.sign(
@@ -176,6 +190,87 @@ struct OAuth1LoginTests {
         #expect(try setup.store.read().grants["legacy"] == nil)
     }
 
+    /// A running proxy follows the store: a logout stops its requests, and the next login's
+    /// token is the one it signs with.
+    @Test func aRunningProxyFollowsALogoutAndTheNextLogin() throws {
+        let setup = try self.setUp()
+        let proxy = try setup.proxy()
+        _ = try setup.signIn()
+        #expect(eventually { (try? proxy.client().get("/api/x"))?.status == 200 })
+        let first = try #require(try setup.store.read().grants["legacy"]?.accessToken)
+        #expect(try setup.state()["last_resource_token"] as? String == first)
+
+        _ = try Logout(
+            provider: setup.provider,
+            fetcher: setup.fetcher,
+            store: setup.store,
+            limits: setup.configuration.limits
+        ).run().get()
+        #expect(
+            eventually {
+                (try? proxy.client().get("/api/x"))?.header("X-Tokenproxy-Error") == "login_required"
+            }
+        )
+
+        _ = try setup.signIn()
+        let second = try #require(try setup.store.read().grants["legacy"]?.accessToken)
+        #expect(second != first)
+        #expect(eventually { (try? proxy.client().get("/api/x"))?.status == 200 })
+        #expect(try setup.state()["last_resource_token"] as? String == second)
+    }
+
+    /// A stored token the provider refuses (`token_rejected`) is not used again, the store
+    /// says a login is needed, and the next login's token is used.
+    @Test func aRefusedStoredTokenNeedsALoginAndTheNextOneIsUsed() throws {
+        let setup = try self.setUp()
+        let proxy = try setup.proxy()
+        _ = try setup.signIn()
+        #expect(eventually { (try? proxy.client().get("/api/x"))?.status == 200 })
+
+        var revoke = UpstreamFetcher.Request(
+            method: "POST",
+            url: setup.server.origin + "/_revoke",
+            allowPlainHTTP: true
+        )
+        revoke.body = []
+        _ = try Blocking.wait { done in setup.fetcher.fetch(revoke, completion: done) }.get()
+        let refused = try proxy.client().get("/api/x")
+        #expect(refused.status == 401)
+        #expect(refused.header("X-Tokenproxy-Error") == "login_required")
+        #expect(refused.bodyText.contains("oauth_problem=token_rejected"))
+        #expect(refused.bodyText.contains("tokenproxy login legacy"))
+        #expect(eventually { (try? setup.store.read().grants["legacy"]?.needsLogin) == true })
+        let status = ProviderStatus.all(setup.configuration, contents: try setup.store.read())
+        #expect(status.first?.loginRequired == true)
+        let before = try setup.state()["resource_requests"] as? Int
+        #expect(try proxy.client().get("/api/x").status == 401)
+        // The refused token was not sent again.
+        #expect(try setup.state()["resource_requests"] as? Int == before)
+
+        _ = try setup.signIn()
+        #expect(eventually { (try? proxy.client().get("/api/x"))?.status == 200 })
+    }
+
+    /// A damaged store (a date out of range in a waiting login) is moved aside, not trusted.
+    @Test func aDamagedWaitingLoginIsNotTrusted() throws {
+        let setup = try self.setUp()
+        try setup.store.update { contents in
+            contents.grants["legacy"] = StoredGrant(
+                pendingLogin: PendingOAuth1Login(
+                    token: "t",
+                    tokenSecret: "s",
+                    since: Date(timeIntervalSince1970: 1e300)
+                ),
+                configFingerprint: try? setup.provider.tokenFingerprint()
+            )
+        }
+        guard case .failure(let error) = try setup.login().finish(verifier: "v") else {
+            Issue.record("a damaged waiting login was finished")
+            return
+        }
+        #expect(error.message.contains("no out-of-band login is waiting") || error.code == .store, "\(error)")
+    }
+
     /// A request naming another temporary token may be a forgery from another page: refused,
     /// and the login goes on to the real callback.
     @Test func aCallbackForAnotherTokenIsRefusedAndTheLoginWaitsForItsOwn() throws {
@@ -193,7 +288,7 @@ struct OAuth1LoginTests {
         }
         #expect(throws: Never.self) { try result.get() }
         #expect(forged.withLock { $0 } == 400)
-        #expect(try setup.state()["access_tokens"] == 1)
+        #expect(try setup.accessTokensIssued() == 1)
     }
 
     /// Without `oauth_callback_confirmed=true` the provider may not have bound the callback
@@ -255,7 +350,7 @@ struct OAuth1LoginTests {
         let grant = try #require(try setup.store.read().grants["legacy"])
         #expect(grant.accessToken != nil && grant.tokenSecret != nil)
         #expect(grant.pendingLogin == nil)
-        #expect(try setup.state()["access_tokens"] == 1)
+        #expect(try setup.accessTokensIssued() == 1)
 
         guard case .failure(let again) = try setup.login().finish(verifier: verifier) else {
             Issue.record("a spent verifier was exchanged again")

@@ -35,6 +35,23 @@ extension ProxyConfiguration {
                 "the password grant is deprecated (RFC 9700 §2.4); prefer authorization_code or device_code"
             )
         }
+        for name in self.providers.keys.sorted() {
+            guard let provider = self.providers[name], provider.grant == .oauth1 else { continue }
+            let path = ConfigurationPath.join("providers", name)
+            let loginURLs = [provider.requestTokenURL, provider.accessTokenURL].compactMap { $0 }
+            if provider.oauth1SignatureMethod == .plaintext,
+                loginURLs.contains(where: { $0.lowercased().hasPrefix("http://") })
+            {
+                // RFC 5849 §3.4.4: PLAINTEXT is only for secure channels.
+                add(
+                    ConfigurationPath.join(path, "signature_method"),
+                    "PLAINTEXT sends the consumer secret and token secrets as the signature: over plain HTTP they can be read on the way"
+                )
+            }
+            if provider.oauth1SignatureMethod == .rsaSHA1, provider.privateKey != nil, provider.consumerSecret != nil {
+                add(ConfigurationPath.join(path, "consumer_secret"), "not used: RSA-SHA1 signs with private_key")
+            }
+        }
         for (index, route) in self.routes.enumerated() {
             let path = ConfigurationPath.index("routes", index)
             if route.provider != nil, route.allowInsecureUpstream, route.upstream.lowercased().hasPrefix("http://") {

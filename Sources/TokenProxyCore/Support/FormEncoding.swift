@@ -15,6 +15,14 @@ enum FormEncoding {
 
     /// The name-value pairs of a query string or form body, `+` read as a space; a pair whose
     /// percent-encoding is not valid UTF-8 is dropped.
+    /// The name-value pairs of `form`, or nil when a pair's percent-encoding is not valid
+    /// UTF-8: where a parameter must not be given twice, a pair that cannot be read may be
+    /// the second one.
+    static func decodeStrictly(_ form: some StringProtocol) -> [(String, String)]? {
+        let pairs = self.decode(form)
+        return pairs.count == form.split(separator: "&").count ? pairs : nil
+    }
+
     static func decode(_ form: some StringProtocol) -> [(String, String)] {
         form.split(separator: "&").compactMap { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map {

@@ -22,9 +22,13 @@ final class LoopbackCallbackHandler: HTTPExchangeHandler {
 
     func handle(_ exchange: HTTPExchange) {
         let bound = QueueBound(exchange, context: exchange.context)
-        let parameters = exchange.head.query.map { FormEncoding.decode($0) } ?? []
         guard exchange.head.method == "GET" else {
             exchange.respond(Self.page(405, "Not allowed", "Only the browser's redirect is expected here."))
+            return
+        }
+        // A pair that cannot be decoded could hide a second `state` or `oauth_token`.
+        guard let parameters = exchange.head.query.map({ FormEncoding.decodeStrictly($0) }) ?? [] else {
+            exchange.respond(Self.page(400, "Not this login", "The query is malformed; nothing was done."))
             return
         }
         self.receive(exchange.head.path, parameters) { status, title, message in

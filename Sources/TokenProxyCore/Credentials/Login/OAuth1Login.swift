@@ -147,7 +147,13 @@ package final class OAuth1Login: Sendable {
         }
         present(Prompt(url: self.authorizationURL(temporary), callback: "oob"))
         guard let code = verifier() else { return .success(nil) }
-        return self.finish(verifier: code).map { $0 }
+        let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else {
+            return .failure(LoginError(.callbackRejected, "the verifier is empty"))
+        }
+        // These temporary credentials, not whatever the store holds by now (another
+        // `login --oob` may have replaced them).
+        return self.exchange(temporary, verifier: trimmed).map { $0 }
     }
 
     /// Finishes the out-of-band login the store holds with the verifier the person was shown.
@@ -172,22 +178,28 @@ package final class OAuth1Login: Sendable {
                 )
             )
         }
+        // A clock set back a little since the first step is forgiven; the store's dates are
+        // within years 1970 to 9999 (a damaged one is refused when read).
         let age = Date().timeIntervalSince(pending.since)
-        guard age >= 0, age < PendingOAuth1Login.maximumAge else {
+        guard age > -300, age < PendingOAuth1Login.maximumAge else {
             return .failure(
                 LoginError(
                     .expired,
-                    "the login waiting for a verifier was started \(Int(age / 60)) minutes ago; start a new one with `tokenproxy login \(self.provider.name) --oob`"
+                    "the login waiting for a verifier was started more than an hour ago (or in the future); start a new one with `tokenproxy login \(self.provider.name) --oob`"
                 )
             )
         }
         return self.exchange(Temporary(token: pending.token, secret: pending.tokenSecret), verifier: code)
     }
 
-    /// `authorize_url` with the temporary token (RFC 5849 §2.2).
+    /// `authorize_url` with the temporary token (RFC 5849 §2.2), its own query and fragment
+    /// kept.
     private func authorizationURL(_ temporary: Temporary) -> String {
-        let base = self.provider.authorizeURL ?? ""
-        return base + (base.contains("?") ? "&" : "?") + FormEncoding.encode([("oauth_token", temporary.token)])
+        let configured = self.provider.authorizeURL ?? ""
+        let fragmentStart = configured.firstIndex(of: "#") ?? configured.endIndex
+        let base = configured[..<fragmentStart]
+        let parameter = FormEncoding.encode([("oauth_token", temporary.token)])
+        return base + (base.contains("?") ? "&" : "?") + parameter + configured[fragmentStart...]
     }
 
     /// RFC 5849 §2.1: the temporary credentials for `callback`, whose acceptance the
@@ -294,7 +306,8 @@ package final class OAuth1Login: Sendable {
             response = answered
         }
         // Providers answer form-encoded whatever Content-Type they label it with.
-        let pairs = FormEncoding.decode(String(decoding: response.body, as: UTF8.self))
+        let text = String(decoding: response.body, as: UTF8.self)
+        let pairs = FormEncoding.decode(text)
         guard (200..<300).contains(response.status) else {
             let problem =
                 OAuth1Problem.named(inForm: pairs)
@@ -307,7 +320,10 @@ package final class OAuth1Login: Sendable {
                 )
             )
         }
-        return .success(pairs)
+        guard let strict = FormEncoding.decodeStrictly(text) else {
+            return .failure(LoginError(.exchangeFailed, "\(url) answered with a malformed form (\(what))"))
+        }
+        return .success(strict)
     }
 
     /// `oauth_token` and `oauth_token_secret` of an answer from `endpoint`, each present once.

@@ -7,26 +7,40 @@ import Synchronization
 /// variable takes effect at the next request.
 ///
 /// The token pair is the configured `token` and `token_secret`, or the one `tokenproxy login`
-/// put in the token store. The stored pair is read once and kept; a store without one is
-/// read again at most once a second, so a login is picked up without a restart and requests
-/// that arrive before it do not each read the file.
+/// put in the token store. The store is read off the connection's thread, one read at a
+/// time, when ``token(completion:)`` finds nothing fresh: a pair is believed for
+/// ``freshFor`` (then re-read in the background while requests go on with it, so a logout
+/// or a new login takes effect within that time), no pair or an unreadable store for
+/// ``absentFor``. ``authorization(method:url:formBody:)`` signs with what was read.
 final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
     private let provider: ProviderConfiguration
     private let store: (any TokenStore)?
-    private let stored = Mutex(StoredPair.unknown)
+    private let state = Mutex(State())
 
     /// What is known of the token pair in the store.
     private enum StoredPair {
-        /// Not read yet, or forgotten after the provider refused it.
+        /// Not read yet.
         case unknown
-        /// The pair, as `login` stored it.
-        case found(token: String, secret: String)
-        /// The store held no usable pair when read at this instant.
-        case absent(since: ContinuousClock.Instant)
+        /// The pair, as `login` stored it, read at `since`.
+        case found(token: String, secret: String, since: ContinuousClock.Instant)
+        /// No usable pair (or the store could not be read: `failure`), as of `since`.
+        case absent(ProxyError, since: ContinuousClock.Instant)
     }
 
-    /// How long a store found without a token pair is believed.
-    private static let absentFor = Duration.seconds(1)
+    private struct State {
+        var pair = StoredPair.unknown
+        /// A read of the store is under way.
+        var reading = false
+        /// Requests waiting for that read.
+        var waiting: [@Sendable (Result<AccessToken, ProxyError>) -> Void] = []
+        /// The stored token the provider refused: found again, it is not used.
+        var refused: String?
+    }
+
+    /// How long a stored pair is used before the store is read again.
+    static let freshFor = Duration.seconds(5)
+    /// How long a store without a pair (or unreadable) is believed.
+    static let absentFor = Duration.seconds(1)
 
     /// A source for `provider`, whose grant is `oauth1`; a token pair that is not configured
     /// comes from `store`.
@@ -35,10 +49,84 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
         self.store = store
     }
 
-    /// The access token (`oauth_token`) when the provider can sign: what `readyz` and
-    /// `status` ask. The token alone authorizes nothing; the header needs the secrets too.
+    /// The access token (`oauth_token`) when the provider can sign: what every request asks
+    /// before it is signed, and what `readyz` and `status` ask. The token alone authorizes
+    /// nothing; the header needs the secrets too.
     func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
-        completion(self.credentials().map { AccessToken(value: $0.token ?? $0.consumerKey) })
+        guard self.provider.token == nil, let store = self.store else {
+            completion(self.credentials().map { AccessToken(value: $0.token ?? $0.consumerKey) })
+            return
+        }
+        let now = ContinuousClock.now
+        enum Next {
+            case answer(Result<AccessToken, ProxyError>, refresh: Bool)
+            case wait(read: Bool)
+        }
+        let next = self.state.withLock { state -> Next in
+            switch state.pair {
+            case .found(let token, _, let since):
+                let refresh = now - since >= Self.freshFor && !state.reading
+                if refresh { state.reading = true }
+                return .answer(.success(AccessToken(value: token)), refresh: refresh)
+            case .absent(let error, let since) where now - since < Self.absentFor:
+                return .answer(.failure(error), refresh: false)
+            case .absent, .unknown:
+                state.waiting.append(completion)
+                let read = !state.reading
+                state.reading = true
+                return .wait(read: read)
+            }
+        }
+        switch next {
+        case .answer(let result, let refresh):
+            if refresh { self.read(store) }
+            completion(result)
+        case .wait(let read):
+            if read { self.read(store) }
+        }
+    }
+
+    /// Reads the store on a thread of its own (taking its lock and decrypting it would hold
+    /// up a connection's thread), then answers the waiting requests.
+    private func read(_ store: any TokenStore) {
+        Thread.detachNewThread { [self] in
+            let name = self.provider.name
+            let loginRequired = ProxyError(.loginRequired, "run `tokenproxy login \(name)` first", provider: name)
+            let grant: Result<StoredGrant?, ProxyError>
+            do {
+                grant = .success(try store.read().grants[name])
+            } catch {
+                grant = .failure(ProxyError(.tokenUnavailable, "\(error)", provider: name))
+            }
+            let waiting = self.state.withLock { state in
+                let now = ContinuousClock.now
+                switch grant {
+                case .failure(let error):
+                    state.pair = .absent(error, since: now)
+                case .success(let grant):
+                    if let grant, grant.configFingerprint == self.provider.tokenFingerprint(),
+                        grant.needsLogin != true, let token = grant.accessToken, let secret = grant.tokenSecret,
+                        token != state.refused
+                    {
+                        state.pair = .found(token: token, secret: secret, since: now)
+                    } else {
+                        state.pair = .absent(loginRequired, since: now)
+                    }
+                }
+                state.reading = false
+                defer { state.waiting.removeAll() }
+                return state.waiting
+            }
+            let result: Result<AccessToken, ProxyError>
+            switch self.state.withLock({ $0.pair }) {
+            case .found(let token, _, _): result = .success(AccessToken(value: token))
+            case .absent(let error, _): result = .failure(error)
+            case .unknown: result = .failure(loginRequired)
+            }
+            for completion in waiting {
+                completion(result)
+            }
+        }
     }
 
     /// A 401 is replayed once, signed anew: a provider that refused the timestamp or the
@@ -68,35 +156,44 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
     /// A 401 whose `WWW-Authenticate` names an `oauth_problem` about the token itself
     /// (`token_rejected`, `token_revoked`, `token_expired`, `token_used`; the OAuth Problem
     /// Reporting extension) becomes 401 `login_required` naming the problem: re-signing
-    /// cannot help, a new token is needed. A refused stored pair is not used again; the store
-    /// is read anew for the pair of the next login.
+    /// cannot help, a new token is needed. A refused stored pair is not used again, and the
+    /// store records that a login is needed (`status`, and a restarted proxy, see it).
     func refusal(of head: HTTPResponseHead) -> ProxyError? {
         guard let problem = OAuth1Problem.named(in: head.headers.values("WWW-Authenticate")),
             OAuth1Problem.tokenProblems.contains(problem)
         else { return nil }
-        let remedy: String
-        if self.provider.token != nil {
-            remedy = "configure a new token and token_secret"
-        } else {
-            remedy = "run `tokenproxy login \(self.provider.name)` again"
-            self.stored.withLock { pair in
-                if case .found(let token, _) = pair {
-                    self.refused.withLock { $0 = token }
+        let name = self.provider.name
+        let message = "the provider refused the access token (oauth_problem=\(problem))"
+        guard self.provider.token == nil, let store = self.store else {
+            return ProxyError(.loginRequired, message + "; configure a new token and token_secret", provider: name)
+        }
+        let error = ProxyError(.loginRequired, message + "; run `tokenproxy login \(name)` again", provider: name)
+        let refused = self.state.withLock { state -> String? in
+            guard case .found(let token, _, _) = state.pair else { return nil }
+            state.refused = token
+            state.pair = .absent(error, since: .now)
+            return token
+        }
+        if let refused {
+            let fingerprint = self.provider.tokenFingerprint()
+            Thread.detachNewThread {
+                // Best effort: the pair stays refused in this process either way.
+                try? store.update { contents in
+                    guard var grant = contents.grants[name], grant.accessToken == refused,
+                        grant.configFingerprint == fingerprint
+                    else { return }
+                    grant.needsLogin = true
+                    grant.lastError = message
+                    grant.lastErrorAt = Date()
+                    contents.grants[name] = grant
                 }
-                pair = .unknown
             }
         }
-        return ProxyError(
-            .loginRequired,
-            "the provider refused the access token (oauth_problem=\(problem)); \(remedy)",
-            provider: self.provider.name
-        )
+        return error
     }
 
-    /// The stored token the provider refused: the same pair found again is not used.
-    private let refused = Mutex<String?>(nil)
-
-    /// The signing credentials as configured now.
+    /// The signing credentials: the consumer's, and the configured token pair or the one
+    /// last read from the store (``token(completion:)`` reads it).
     func credentials() -> Result<OAuth1Signer.Credentials, ProxyError> {
         OAuth1Signer.Credentials.consumer(of: self.provider).flatMap { consumer in
             self.tokenPair().flatMap { token, secret in
@@ -108,7 +205,7 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
         }
     }
 
-    /// The access token and its secret: configured, or stored by `login`.
+    /// The access token and its secret: configured, or as last read from the store.
     private func tokenPair() -> Result<(String, String), ProxyError> {
         let name = self.provider.name
         if let token = self.provider.token, let tokenSecret = self.provider.tokenSecret {
@@ -118,30 +215,13 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
                 return .failure(ProxyError(.tokenUnavailable, "a secret cannot be read: \(error)", provider: name))
             }
         }
-        let loginRequired = ProxyError(.loginRequired, "run `tokenproxy login \(name)` first", provider: name)
-        guard let store = self.store else { return .failure(loginRequired) }
-        switch self.stored.withLock({ $0 }) {
-        case .found(let token, let secret):
+        switch self.state.withLock({ $0.pair }) {
+        case .found(let token, let secret, _):
             return .success((token, secret))
-        case .absent(let since) where ContinuousClock.now - since < Self.absentFor:
-            return .failure(loginRequired)
-        case .absent, .unknown:
-            break
+        case .absent(let error, _):
+            return .failure(error)
+        case .unknown:
+            return .failure(ProxyError(.loginRequired, "run `tokenproxy login \(name)` first", provider: name))
         }
-        let grant: StoredGrant?
-        do {
-            grant = try store.read().grants[name]
-        } catch {
-            return .failure(ProxyError(.tokenUnavailable, error.description, provider: name))
-        }
-        let refused = self.refused.withLock { $0 }
-        guard let grant, grant.configFingerprint == self.provider.tokenFingerprint(),
-            let token = grant.accessToken, let secret = grant.tokenSecret, token != refused
-        else {
-            self.stored.withLock { $0 = .absent(since: .now) }
-            return .failure(loginRequired)
-        }
-        self.stored.withLock { $0 = .found(token: token, secret: secret) }
-        return .success((token, secret))
     }
 }

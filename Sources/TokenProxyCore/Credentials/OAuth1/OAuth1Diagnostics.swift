@@ -36,7 +36,10 @@ package struct OAuth1Diagnostics: Sendable {
                 )
             )
         }
-        return OAuth1CredentialSource(provider: provider, store: store).credentials().flatMap { credentials in
+        let source = OAuth1CredentialSource(provider: provider, store: store)
+        // Reads the stored pair, when there is one to read.
+        _ = Blocking.wait { done in source.token(completion: done) }
+        return source.credentials().flatMap { credentials in
             do {
                 let signature = try OAuth1Signer(credentials: credentials).sign(
                     method: method,

@@ -122,6 +122,9 @@ enum TokenStoreFileFormat {
             ] where bad(date) {
                 return "date out of range at .grants.\(name).\(key)"
             }
+            if let pending = grant.pendingLogin, bad(pending.since) {
+                return "date out of range at .grants.\(name).pending_login.since"
+            }
         }
         for (index, pending) in contents.pendingRevocations.enumerated() where bad(pending.since) {
             return "date out of range at .pending_revocations[\(index)].since"
