@@ -170,7 +170,9 @@ extension LoginCommand {
         switch outcome {
         case .failure(let error):
             if error.code == .exchangeFailed || error.code == .callbackRejected {
-                Console.error("(the login still waits: `tokenproxy login \(provider.name) --verifier CODE` may be tried again)")
+                Console.error(
+                    "(the login still waits: `tokenproxy login \(provider.name) --verifier CODE` may be tried again)"
+                )
             }
             return .failure(error)
         case .success(let stored?):
