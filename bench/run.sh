@@ -231,11 +231,15 @@ measure() { # proxy test connections url
     local threads=2 output
     [ "$3" = 1 ] && threads=1
     output=$(wrk --latency -t "$threads" -c "$3" -d "${DURATION}s" "$4" 2>&1)
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
+    # Failures: answers other than 2xx/3xx, and wrk's socket errors (connect, read, write,
+    # timeout), so that a proxy answering quick 502s does not look fast.
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
         "$(echo "$output" | awk '/Requests\/sec/ {print $2}')" \
         "$(echo "$output" | awk '$1 == "50%" {print $2}')" \
         "$(echo "$output" | awk '$1 == "99%" {print $2}')" \
-        "$(echo "$output" | awk '/Transfer\/sec/ {print $2}')" >> "$results"
+        "$(echo "$output" | awk '/Transfer\/sec/ {print $2}')" \
+        "$(echo "$output" | awk '/Non-2xx/ {n += $NF} /Socket errors/ {gsub(",", ""); n += $4 + $6 + $8 + $10} END {print n + 0}')" \
+        >> "$results"
 }
 tests=("closing 1k 1" "closing 1k 64" "keeping 1k 64" "closing 1k 256" "closing 1k 1024" "keeping 8m 1")
 for round in $(seq "$ROUNDS"); do
@@ -286,9 +290,9 @@ def megabytes(text):
 
 rows = {}
 for line in open(results):
-    proxy, test, connections, rps, p50, p99, transfer = line.rstrip("\n").split("\t")
+    proxy, test, connections, rps, p50, p99, transfer, failures = line.rstrip("\n").split("\t")
     rows.setdefault((proxy, test, int(connections)), []).append(
-        (float(rps or "nan"), seconds(p50), seconds(p99), megabytes(transfer))
+        (float(rps or "nan"), seconds(p50), seconds(p99), megabytes(transfer), int(failures or 0))
     )
 
 def median(proxy, test, connections, field):
@@ -342,4 +346,11 @@ for line in open(memory):
     print(f"| {proxy} | {opened} | {int(before) / 1024:.1f} | {int(after) / 1024:.1f} | {per:.0f} |")
 print()
 print(f"tokenproxy RSS idle before the load: {int(idle_rss) / 1024:.1f} MiB")
+print()
+print("failed requests (answers other than 2xx/3xx, socket errors), all rounds:")
+for proxy in proxies:
+    failed = {f"{test} c={connections}": sum(r[4] for r in runs)
+              for (name, test, connections), runs in sorted(rows.items()) if name == proxy}
+    listed = ", ".join(f"{key}: {value}" for key, value in failed.items() if value) or "none"
+    print(f"  {proxy}: {listed}")
 PY

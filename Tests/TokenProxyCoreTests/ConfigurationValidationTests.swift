@@ -603,4 +603,22 @@ struct ConfigurationValidationTests {
         )
         #expect(Set(configuration.warnings.map(\.path)) == ["providers.p.grant", "allowed_hosts"])
     }
+
+    @Test("PLAINTEXT over plain HTTP, and a consumer_secret RSA-SHA1 does not use, are warned about")
+    func oauth1Warnings() throws {
+        let login = #""request_token_url": "http://p/r", "authorize_url": "http://p/a", "access_token_url": "http://p/t""#
+        let configuration = try ConfigurationTestSupport.decode(
+            ConfigurationTestSupport.document(
+                providers: #"{"plain": {"grant": "oauth1", "consumer_key": "k", "consumer_secret": {"env": "C"}, "#
+                    + #""signature_method": "PLAINTEXT", "allow_insecure_endpoints": true, \#(login)}, "#
+                    + #""rsa": {"grant": "oauth1", "consumer_key": "k", "consumer_secret": {"env": "C"}, "#
+                    + #""private_key": {"file": "/k.pem"}, "signature_method": "RSA-SHA1", "#
+                    + #""token": {"env": "T"}, "token_secret": {"env": "S"}}}"#,
+                routes: "[]"
+            )
+        )
+        let paths = Set(configuration.warnings.map(\.path))
+        #expect(paths.contains("providers.plain.signature_method"))
+        #expect(paths.contains("providers.rsa.consumer_secret"))
+    }
 }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# What libcurl alone costs per request, used as tokenproxy's engine uses it (one multi
+# handle, reused easy handles, a verified kept-alive TLS connection to a local nginx, one
+# added header): the floor under what any libcurl-based proxy adds to a request, whatever
+# serves its clients. Runs bench/libcurl_floor.c at 1 and 64 concurrent requests, ROUNDS
+# times each.
+#
+#   bench/libcurl-floor.sh                 # ROUNDS=3, REQUESTS=20000 (c=1) and 200000 (c=64)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+REQUESTS=${REQUESTS:-20000}
+UPSTREAM_PORT=${UPSTREAM_PORT:-18643}
+for tool in gcc openssl curl-config; do
+    command -v "$tool" >/dev/null || {
+        echo "$tool is needed (apt-get install gcc openssl libcurl4-openssl-dev)" >&2
+        exit 2
+    }
+done
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$NGINX" ] || { echo "nginx is needed (apt-get install nginx-light)" >&2; exit 2; }
+
+# shellcheck source=bench/common.sh
+source bench/common.sh
+bench_scratch floor
+bench_certificates
+
+gcc -O2 -o "$work/libcurl_floor" bench/libcurl_floor.c $(curl-config --libs)
+mkdir -p "$work/www" "$work/upstream"
+head -c 1024 /dev/zero | tr '\0' 'a' > "$work/www/1k"
+user=""
+[ "$(id -u)" = 0 ] && user="user root;"
+cat > "$work/upstream/nginx.conf" <<CONF
+$user
+worker_processes auto;
+events { worker_connections 4096; }
+pid $work/upstream/nginx.pid;
+error_log $work/upstream/error.log warn;
+http {
+  access_log off;
+  client_body_temp_path $work/upstream/b; proxy_temp_path $work/upstream/p; fastcgi_temp_path $work/upstream/f;
+  uwsgi_temp_path $work/upstream/u; scgi_temp_path $work/upstream/s;
+  keepalive_requests 100000000;
+  server {
+    listen 127.0.0.1:$UPSTREAM_PORT ssl;
+    ssl_certificate $work/server.pem;
+    ssl_certificate_key $work/server.key;
+    root $work/www;
+  }
+}
+CONF
+"$NGINX" -p "$work/upstream" -c "$work/upstream/nginx.conf" -g 'daemon off;' & pids+=($!)
+for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$UPSTREAM_PORT") 2>/dev/null && break
+    sleep 0.1
+done
+
+url="https://127.0.0.1:$UPSTREAM_PORT/1k"
+for round in $(seq "$ROUNDS"); do
+    echo "round $round"
+    "$work/libcurl_floor" "$url" "$work/ca.pem" "$REQUESTS" 1
+    "$work/libcurl_floor" "$url" "$work/ca.pem" $((REQUESTS * 10)) 64
+done
