@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 
@@ -36,6 +37,27 @@ struct OAuth1ProblemTests {
         #expect(sent.allSatisfy { $0.hasPrefix("OAuth ") })
         let nonces = sent.compactMap { header in
             header.split(separator: ",").first { $0.contains("oauth_nonce=") }
+        }
+        #expect(Set(nonces).count == 2)
+    }
+
+    /// A form body is read whole to be signed, so the replay sends it again, signed anew.
+    @Test func aRefusedNonceOnAFormPostIsReplayedWithItsBody() throws {
+        let fixture = try ForwardingFixture(provider: Self.provider)
+        let client = try fixture.client()
+        let body = "status=hello+world&x=1"
+        try client.send(
+            "POST /api/oauth-problem/nonce_used HTTP/1.1\r\nHost: localhost\r\n"
+                + "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body
+        )
+        let response = try client.readResponse()
+        #expect(response.status == 401)
+        let requests = fixture.upstream.requests
+        #expect(requests.count == 2)
+        let digest = SHA256.hash(data: Data(body.utf8)).map { String(format: "%02x", $0) }.joined()
+        #expect(requests.allSatisfy { $0.bodyLength == body.utf8.count && $0.bodySHA256 == digest })
+        let nonces = requests.compactMap { request in
+            request.headers.first("Authorization")?.split(separator: ",").first { $0.contains("oauth_nonce=") }
         }
         #expect(Set(nonces).count == 2)
     }

@@ -64,6 +64,9 @@ final class ForwardingAttempt {
     func keepSignedBody(_ body: [UInt8]) {
         self.formBody = body
         self.bodyComplete = true
+        // The body is whole (and within the replay buffer), so another attempt may send it.
+        self.replay.bodyReceived(body.count)
+        self.replay.bodyEnded()
     }
 
     /// A new transfer takes over. The first one starts reading the client's body (nothing is
