@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by bench/run.sh and bench/compare.sh (sourced, not run): a scratch folder removed
+# Shared by bench/run.sh, bench/compare.sh and bench/libcurl-floor.sh (sourced, not run): a scratch folder removed
 # at exit together with the processes listed in `pids`, and a CA with a server certificate
 # for 127.0.0.1 and localhost in it.
 

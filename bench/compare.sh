@@ -13,7 +13,8 @@
 # closing it (a million by default, so connections are kept; nginx's default is 1,000).
 #
 # Build a binary as the Dockerfile does, e.g. for a commit checked out in a worktree:
-#   swift build -c release --static-swift-stdlib --product tokenproxy --scratch-path /tmp/b
+#   swift build -c release --static-swift-stdlib --product tokenproxy --scratch-path /tmp/b \
+#       -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -98,10 +99,13 @@ results="$work/results.tsv"
 measure() { # side round connections threads port
     local output
     output=$(wrk --latency -t "$4" -c "$3" -d "${DURATION}s" "http://127.0.0.1:$5/1k")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
+    # Failures as bench/run.sh counts them: non-2xx/3xx answers and socket errors.
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
         "$(echo "$output" | awk '/Requests\/sec/ {print $2}')" \
         "$(echo "$output" | awk '$1 == "50%" {print $2}')" \
-        "$(echo "$output" | awk '$1 == "99%" {print $2}')" >> "$results"
+        "$(echo "$output" | awk '$1 == "99%" {print $2}')" \
+        "$(echo "$output" | awk '/Non-2xx/ {n += $NF} /Socket errors/ {gsub(",", ""); n += $4 + $6 + $8 + $10} END {print n + 0}')" \
+        >> "$results"
 }
 for round in $(seq "$ROUNDS"); do
     # Which side goes first alternates, so neither always meets a warmer machine.
@@ -130,8 +134,8 @@ def seconds(text):
 
 rows = {}
 for line in open(sys.argv[1]):
-    side, round_, connections, rps, p50, p99 = line.rstrip("\n").split("\t")
-    rows.setdefault((side, int(connections)), []).append((float(rps), seconds(p50), seconds(p99)))
+    side, round_, connections, rps, p50, p99, failed = line.rstrip("\n").split("\t")
+    rows.setdefault((side, int(connections)), []).append((float(rps), seconds(p50), seconds(p99), int(failed)))
 
 def summary(values, scale, unit):
     return f"{statistics.median(values) * scale:.{0 if unit == '' else 3}f}{unit} ({min(values) * scale:.{0 if unit == '' else 3}f}-{max(values) * scale:.{0 if unit == '' else 3}f})"
@@ -143,7 +147,7 @@ for connections in counts:
     for side in ("old", "new"):
         runs = rows[(side, connections)]
         print(f"  {side}: req/s {summary([r[0] for r in runs], 1, '')}, p50 {summary([r[1] for r in runs], 1e3, ' ms')}, "
-              f"p99 {summary([r[2] for r in runs], 1e3, ' ms')}")
+              f"p99 {summary([r[2] for r in runs], 1e3, ' ms')}, failed {sum(r[3] for r in runs)}")
     old, new = rows[("old", connections)], rows[("new", connections)]
     ratios = sorted(n[0] / o[0] for o, n in zip(old, new))
     print(f"  new/old req/s per round: {', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}")

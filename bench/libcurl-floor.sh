@@ -26,7 +26,8 @@ source bench/common.sh
 bench_scratch floor
 bench_certificates
 
-gcc -O2 -o "$work/libcurl_floor" bench/libcurl_floor.c $(curl-config --libs)
+read -r -a curl_libs <<< "$(curl-config --libs)"
+gcc -O2 -o "$work/libcurl_floor" bench/libcurl_floor.c "${curl_libs[@]}"
 mkdir -p "$work/www" "$work/upstream"
 head -c 1024 /dev/zero | tr '\0' 'a' > "$work/www/1k"
 user=""

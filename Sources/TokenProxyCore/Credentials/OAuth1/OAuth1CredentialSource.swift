@@ -8,10 +8,10 @@ import Synchronization
 ///
 /// The token pair is the configured `token` and `token_secret`, or the one `tokenproxy login`
 /// put in the token store. The store is read off the connection's thread, one read at a
-/// time, when ``token(completion:)`` finds nothing fresh: a pair is believed for
-/// ``freshFor`` (then re-read in the background while requests go on with it, so a logout
-/// or a new login takes effect within that time), no pair or an unreadable store for
-/// ``absentFor``. ``authorization(method:url:formBody:)`` signs with what was read.
+/// time, when ``token(completion:)`` finds nothing fresh (the requests that find so wait for
+/// it): a pair is believed for ``freshFor``, so a logout or a new login takes effect within
+/// that time; no pair, or an unreadable store, for ``absentFor``.
+/// ``authorization(method:url:formBody:)`` signs with what was read.
 final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
     private let provider: ProviderConfiguration
     private let store: (any TokenStore)?
@@ -59,18 +59,16 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
         }
         let now = ContinuousClock.now
         enum Next {
-            case answer(Result<AccessToken, ProxyError>, refresh: Bool)
+            case answer(Result<AccessToken, ProxyError>)
             case wait(read: Bool)
         }
         let next = self.state.withLock { state -> Next in
             switch state.pair {
-            case .found(let token, _, let since):
-                let refresh = now - since >= Self.freshFor && !state.reading
-                if refresh { state.reading = true }
-                return .answer(.success(AccessToken(value: token)), refresh: refresh)
+            case .found(let token, _, let since) where now - since < Self.freshFor:
+                return .answer(.success(AccessToken(value: token)))
             case .absent(let error, let since) where now - since < Self.absentFor:
-                return .answer(.failure(error), refresh: false)
-            case .absent, .unknown:
+                return .answer(.failure(error))
+            case .found, .absent, .unknown:
                 state.waiting.append(completion)
                 let read = !state.reading
                 state.reading = true
@@ -78,8 +76,7 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
             }
         }
         switch next {
-        case .answer(let result, let refresh):
-            if refresh { self.read(store) }
+        case .answer(let result):
             completion(result)
         case .wait(let read):
             if read { self.read(store) }
