@@ -606,7 +606,9 @@ struct ConfigurationValidationTests {
 
     @Test("PLAINTEXT over plain HTTP, and a consumer_secret RSA-SHA1 does not use, are warned about")
     func oauth1Warnings() throws {
-        let login = #""request_token_url": "http://p/r", "authorize_url": "http://p/a", "access_token_url": "http://p/t""#
+        let login =
+            #""request_token_url": "http://p/r", "authorize_url": "http://p/a", "#
+            + #""access_token_url": "http://p/t""#
         let configuration = try ConfigurationTestSupport.decode(
             ConfigurationTestSupport.document(
                 providers: #"{"plain": {"grant": "oauth1", "consumer_key": "k", "consumer_secret": {"env": "C"}, "#
