@@ -27,9 +27,8 @@ enum ConfigurationURL {
         case "http": security = .http
         default: return .failure(URLProblem("must be an http or https URL"))
         }
-        // The host as written: `host` would decode an IDNA name through ICU, which loads its
-        // normalisation tables into every process that reads a configuration.
-        guard let host = components.percentEncodedHost, !host.isEmpty else {
+        // The host as written (``URLHost``): `URLComponents` would process it through ICU.
+        guard let host = URLHost.written(in: text), !host.isEmpty else {
             return .failure(URLProblem("must be an absolute URL with a host, such as https://host/path"))
         }
         if components.user != nil || components.password != nil {

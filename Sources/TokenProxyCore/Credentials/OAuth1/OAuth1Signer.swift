@@ -71,7 +71,7 @@ struct OAuth1Signer: Sendable {
         extra: [Parameter] = []
     ) throws(Failure) -> Signature {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-            let host = components.percentEncodedHost?.lowercased(), !host.isEmpty
+            let host = URLHost.written(in: url)?.lowercased(), !host.isEmpty
         else { throw Failure(description: "the URL to sign is not absolute") }
 
         var protocolParameters = [
