@@ -1,8 +1,8 @@
 /// The host of an absolute URL as it is written, without IDNA decoding or encoding.
 ///
-/// Foundation's `URLComponents` gives the host only through IDNA processing, which loads
-/// ICU's normalisation tables (half a megabyte of resident memory in every process that
-/// reads a configuration); the checks and the OAuth 1 signature need the host as written.
+/// Foundation's `URLComponents` gives the host only through IDNA processing, which
+/// initialises ICU and loads its normalisation data in every process that reads a
+/// configuration; the checks and the OAuth 1 signature need the host as written.
 enum URLHost {
     /// The host in `url`'s authority (`scheme://[userinfo@]host[:port]`), brackets kept for an
     /// IP literal; nil when `url` has no `://`.
