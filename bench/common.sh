@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# Shared by bench/run.sh, bench/compare.sh and bench/libcurl-floor.sh (sourced, not run): a scratch folder removed
-# at exit together with the processes listed in `pids`, and a CA with a server certificate
-# for 127.0.0.1 and localhost in it.
+# Shared by bench/run.sh, bench/compare.sh and bench/libcurl-floor.sh (sourced, not run): a
+# scratch folder removed at exit together with the processes listed in `pids`, a CA with a
+# server certificate for 127.0.0.1 and localhost in it, and a local HTTPS upstream.
 
 # Makes the scratch folder `work` (named after $1) and the cleanup that stops `pids`.
 bench_scratch() {
@@ -25,4 +25,39 @@ bench_certificates() {
     printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$work/server.ext"
     openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
         -out "$work/server.pem" -days 2 -extfile "$work/server.ext" 2>/dev/null
+}
+
+# Starts a local HTTPS nginx on 127.0.0.1:$1 serving $work/www/1k (1 KiB), closing a
+# kept-alive connection after $2 requests, and waits until it accepts connections.
+bench_upstream() {
+    local port=$1 keepalive_requests=$2 nginx user=""
+    nginx=$(command -v nginx || echo /usr/sbin/nginx)
+    [ -x "$nginx" ] || { echo "nginx is needed (apt-get install nginx-light)" >&2; exit 2; }
+    mkdir -p "$work/www" "$work/upstream"
+    head -c 1024 /dev/zero | tr '\0' 'a' > "$work/www/1k"
+    [ "$(id -u)" = 0 ] && user="user root;"
+    cat > "$work/upstream/nginx.conf" <<CONF
+$user
+worker_processes auto;
+events { worker_connections 4096; }
+pid $work/upstream/nginx.pid;
+error_log $work/upstream/error.log warn;
+http {
+  access_log off;
+  client_body_temp_path $work/upstream/b; proxy_temp_path $work/upstream/p; fastcgi_temp_path $work/upstream/f;
+  uwsgi_temp_path $work/upstream/u; scgi_temp_path $work/upstream/s;
+  keepalive_requests $keepalive_requests;
+  server {
+    listen 127.0.0.1:$port ssl;
+    ssl_certificate $work/server.pem;
+    ssl_certificate_key $work/server.key;
+    root $work/www;
+  }
+}
+CONF
+    "$nginx" -p "$work/upstream" -c "$work/upstream/nginx.conf" -g 'daemon off;' & pids+=($!)
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return
+        sleep 0.1
+    done
 }

@@ -37,38 +37,13 @@ NEW_PORT=${NEW_PORT:-18182}
 for tool in wrk openssl python3; do
     command -v "$tool" >/dev/null || { echo "$tool is needed (apt-get install wrk openssl python3)" >&2; exit 2; }
 done
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { echo "nginx is needed (apt-get install nginx-light)" >&2; exit 2; }
 
 # shellcheck source=bench/common.sh
 source bench/common.sh
 bench_scratch compare
 bench_certificates
 
-mkdir -p "$work/www" "$work/upstream"
-head -c 1024 /dev/zero | tr '\0' 'a' > "$work/www/1k"
-user=""
-[ "$(id -u)" = 0 ] && user="user root;"
-cat > "$work/upstream/nginx.conf" <<CONF
-$user
-worker_processes auto;
-events { worker_connections 4096; }
-pid $work/upstream/nginx.pid;
-error_log $work/upstream/error.log warn;
-http {
-  access_log off;
-  client_body_temp_path $work/upstream/b; proxy_temp_path $work/upstream/p; fastcgi_temp_path $work/upstream/f;
-  uwsgi_temp_path $work/upstream/u; scgi_temp_path $work/upstream/s;
-  keepalive_requests $KEEPALIVE_REQUESTS;
-  server {
-    listen 127.0.0.1:$UPSTREAM_PORT ssl;
-    ssl_certificate $work/server.pem;
-    ssl_certificate_key $work/server.key;
-    root $work/www;
-  }
-}
-CONF
-"$NGINX" -p "$work/upstream" -c "$work/upstream/nginx.conf" -g 'daemon off;' & pids+=($!)
+bench_upstream "$UPSTREAM_PORT" "$KEEPALIVE_REQUESTS"
 
 for side in old new; do
     port=$OLD_PORT binary=$OLD
@@ -84,7 +59,7 @@ for side in old new; do
 CONF
     BENCH_TOKEN=bench-token "$binary" serve --config "$work/$side.json" --log-level warning & pids+=($!)
 done
-for port in "$UPSTREAM_PORT" "$OLD_PORT" "$NEW_PORT"; do
+for port in "$OLD_PORT" "$NEW_PORT"; do
     for _ in $(seq 100); do
         (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
         sleep 0.1

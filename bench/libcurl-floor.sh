@@ -18,8 +18,6 @@ for tool in gcc openssl curl-config; do
         exit 2
     }
 done
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { echo "nginx is needed (apt-get install nginx-light)" >&2; exit 2; }
 
 # shellcheck source=bench/common.sh
 source bench/common.sh
@@ -28,34 +26,7 @@ bench_certificates
 
 read -r -a curl_libs <<< "$(curl-config --libs)"
 gcc -O2 -o "$work/libcurl_floor" bench/libcurl_floor.c "${curl_libs[@]}"
-mkdir -p "$work/www" "$work/upstream"
-head -c 1024 /dev/zero | tr '\0' 'a' > "$work/www/1k"
-user=""
-[ "$(id -u)" = 0 ] && user="user root;"
-cat > "$work/upstream/nginx.conf" <<CONF
-$user
-worker_processes auto;
-events { worker_connections 4096; }
-pid $work/upstream/nginx.pid;
-error_log $work/upstream/error.log warn;
-http {
-  access_log off;
-  client_body_temp_path $work/upstream/b; proxy_temp_path $work/upstream/p; fastcgi_temp_path $work/upstream/f;
-  uwsgi_temp_path $work/upstream/u; scgi_temp_path $work/upstream/s;
-  keepalive_requests 100000000;
-  server {
-    listen 127.0.0.1:$UPSTREAM_PORT ssl;
-    ssl_certificate $work/server.pem;
-    ssl_certificate_key $work/server.key;
-    root $work/www;
-  }
-}
-CONF
-"$NGINX" -p "$work/upstream" -c "$work/upstream/nginx.conf" -g 'daemon off;' & pids+=($!)
-for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$UPSTREAM_PORT") 2>/dev/null && break
-    sleep 0.1
-done
+bench_upstream "$UPSTREAM_PORT" 100000000
 
 url="https://127.0.0.1:$UPSTREAM_PORT/1k"
 for round in $(seq "$ROUNDS"); do
