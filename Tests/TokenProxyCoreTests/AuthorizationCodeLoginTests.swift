@@ -132,7 +132,7 @@ private func onThread(_ body: @escaping @Sendable () -> Void) {
     @Test func aReplayedCallbackIsRefusedByTheStateMachine() throws {
         var machine = AuthorizationCallbackStateMachine(state: "s1", issuer: nil, issuerRequired: false)
         let callback = [("code", "c1"), ("state", "s1")]
-        #expect(machine.request(path: "/callback", parameters: callback) == .exchange(code: "c1"))
+        #expect(machine.request(path: "/callback", parameters: callback) == .exchange("c1"))
         guard case .refuse(400, _) = machine.request(path: "/callback", parameters: callback) else {
             Issue.record("a replayed callback was not refused")
             return
@@ -146,7 +146,7 @@ private func onThread(_ body: @escaping @Sendable () -> Void) {
             var machine = AuthorizationCallbackStateMachine(state: "s1", issuer: issuer, issuerRequired: required)
             return machine.request(path: "/callback", parameters: parameters)
         }
-        #expect(judge([("code", "c"), ("state", "s1"), ("iss", "https://as/")]) == .exchange(code: "c"))
+        #expect(judge([("code", "c"), ("state", "s1"), ("iss", "https://as/")]) == .exchange("c"))
         guard case .fail = judge([("code", "c"), ("state", "s1"), ("iss", "https://evil")]) else {
             Issue.record("a foreign iss was accepted")
             return

@@ -416,7 +416,7 @@ struct OAuth1LoginTests {
             var machine = OAuth1CallbackStateMachine(token: "T1")
             return machine.request(path: path, parameters: parameters)
         }
-        #expect(judge([("oauth_token", "T1"), ("oauth_verifier", "V")]) == .exchange(verifier: "V"))
+        #expect(judge([("oauth_token", "T1"), ("oauth_verifier", "V")]) == .exchange("V"))
         #expect(
             judge([("oauth_token", "T1"), ("oauth_verifier", "V")], path: "/")
                 == .refuse(status: 404, reason: "This address only receives the login callback.")
@@ -440,7 +440,7 @@ struct OAuth1LoginTests {
         var machine = OAuth1CallbackStateMachine(token: "T1")
         #expect(
             machine.request(path: "/callback", parameters: [("oauth_token", "T1"), ("oauth_verifier", "V")])
-                == .exchange(verifier: "V")
+                == .exchange("V")
         )
         if case .refuse = machine.request(
             path: "/callback",

@@ -8,14 +8,7 @@
 /// with the error the authorization server or the `iss` check (RFC 9207) gave.
 struct AuthorizationCallbackStateMachine {
     /// What to do with a request.
-    enum Action: Equatable {
-        /// Exchange this code, then answer the browser with the outcome.
-        case exchange(code: String)
-        /// The login failed: answer with this reason and stop waiting.
-        case fail(String)
-        /// Not this login's callback: answer with status and reason, keep waiting.
-        case refuse(status: Int, reason: String)
-    }
+    typealias Action = CallbackDecision
 
     private enum State {
         case waiting
@@ -41,9 +34,7 @@ struct AuthorizationCallbackStateMachine {
             return .refuse(status: 404, reason: "This address only receives the login callback.")
         }
         func value(_ name: String) -> String? {
-            let values = parameters.filter { $0.0 == name }.map(\.1)
-            // A repeated parameter is ambiguous (RFC 6749 §3.1): treated as absent.
-            return values.count == 1 ? values[0] : nil
+            CallbackDecision.single(name, in: parameters)
         }
         guard let state = value("state"), ConstantTime.equals(state, self.expectedState) else {
             return .refuse(status: 400, reason: "The state parameter does not match this login; nothing was done.")
@@ -67,7 +58,7 @@ struct AuthorizationCallbackStateMachine {
         guard let code = value("code"), !code.isEmpty else {
             return .fail("the callback carries no code")
         }
-        return .exchange(code: code)
+        return .exchange(code)
     }
 
     private static func normalizedIssuer(_ issuer: String) -> String {

@@ -39,12 +39,6 @@ package final class AuthorizationCodeLogin: Sendable {
         self.logger = logger
     }
 
-    /// The outcome of the callback, handed from the listener to the waiting thread.
-    private enum Outcome: Sendable {
-        case code(String, respond: @Sendable (Int, String, String) -> Void)
-        case failed(String)
-    }
-
     /// Runs the login: `present` gets the URL once the listener is up; the tokens are stored
     /// when the browser comes back with a code and the exchange succeeds, or the login fails
     /// after `timeout` seconds.
@@ -67,25 +61,13 @@ package final class AuthorizationCodeLogin: Sendable {
                 issuerRequired: endpoints.issParameterSupported
             )
         )
-        let semaphore = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Outcome?>(nil)
-        let handler = LoopbackCallbackHandler { path, parameters, respond in
-            switch machine.withLock({ $0.request(path: path, parameters: parameters) }) {
-            case .refuse(let status, let reason):
-                respond(status, "Not this login", reason)
-            case .fail(let reason):
-                respond(400, "Login failed", "tokenproxy could not sign in: \(reason). Return to the terminal.")
-                outcome.withLock { $0 = .failed(reason) }
-                semaphore.signal()
-            case .exchange(let code):
-                outcome.withLock { $0 = .code(code, respond: respond) }
-                semaphore.signal()
-            }
+        let listener: LoopbackCallback
+        let opened = LoopbackCallback.open(port: self.provider.redirectPort, logger: self.logger) { path, parameters in
+            machine.withLock { $0.request(path: path, parameters: parameters) }
         }
-        let listener: LoopbackListener
-        switch LoopbackListener.open(port: self.provider.redirectPort, handler: handler, logger: self.logger) {
+        switch opened {
         case .failure(let error): return .failure(error)
-        case .success(let opened): listener = opened
+        case .success(let callback): listener = callback
         }
         defer { listener.close() }
         let redirectURI = listener.callbackURI
@@ -106,17 +88,17 @@ package final class AuthorizationCodeLogin: Sendable {
         let separator = authorizationEndpoint.contains("?") ? "&" : "?"
         present(Prompt(url: authorizationEndpoint + separator + FormEncoding.encode(query), redirectURI: redirectURI))
 
-        guard semaphore.wait(timeout: .now() + timeout) == .success,
-            let result = outcome.withLock({ $0.take() })
-        else {
-            return .failure(LoginError(.timedOut, "no callback arrived within \(Int(timeout)) seconds"))
+        guard let result = listener.wait(seconds: timeout) else {
+            return .failure(
+                LoginError(.timedOut, "no callback arrived within \(LoopbackCallback.describe(timeout)) seconds")
+            )
         }
         switch result {
         case .failed(let reason):
             // Let the failure page go out before the listener closes.
             listener.finish()
             return .failure(LoginError(.callbackRejected, reason))
-        case .code(let code, let respond):
+        case .exchange(let code, let respond):
             // RFC 6749 §4.1.3, with the PKCE verifier (RFC 7636 §4.5).
             var parameters = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI)]
             if let pkce {

@@ -8,14 +8,7 @@
 /// the provider reported (`denied=TOKEN`, `oauth_problem`).
 struct OAuth1CallbackStateMachine {
     /// What to do with a request.
-    enum Action: Equatable {
-        /// Exchange this verifier, then answer the browser with the outcome.
-        case exchange(verifier: String)
-        /// The login failed: answer with this reason and stop waiting.
-        case fail(String)
-        /// Not this login's callback: answer with status and reason, keep waiting.
-        case refuse(status: Int, reason: String)
-    }
+    typealias Action = CallbackDecision
 
     private var finished = false
     private let token: String
@@ -31,9 +24,7 @@ struct OAuth1CallbackStateMachine {
             return .refuse(status: 404, reason: "This address only receives the login callback.")
         }
         func value(_ name: String) -> String? {
-            let values = parameters.filter { $0.0 == name }.map(\.1)
-            // A repeated parameter is ambiguous: treated as absent.
-            return values.count == 1 ? values[0] : nil
+            CallbackDecision.single(name, in: parameters)
         }
         // Some providers come back with `denied=TOKEN` instead of `oauth_token` when the
         // person declines.
@@ -54,6 +45,6 @@ struct OAuth1CallbackStateMachine {
         guard let verifier = value("oauth_verifier"), !verifier.isEmpty else {
             return .fail("the callback carries no oauth_verifier")
         }
-        return .exchange(verifier: verifier)
+        return .exchange(verifier)
     }
 }

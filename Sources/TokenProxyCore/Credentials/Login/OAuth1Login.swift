@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Logging
 import Synchronization
@@ -46,12 +45,6 @@ package final class OAuth1Login: Sendable {
         self.logger = logger
     }
 
-    /// The outcome of the callback, handed from the listener to the waiting thread.
-    private enum Outcome: Sendable {
-        case verifier(String, respond: @Sendable (Int, String, String) -> Void)
-        case failed(String)
-    }
-
     /// Temporary credentials (RFC 5849 §2.1).
     private struct Temporary {
         var token: String
@@ -63,34 +56,21 @@ package final class OAuth1Login: Sendable {
     /// exchange succeeds, or the login fails after `timeout` seconds.
     package func run(timeout: Double, present: (Prompt) -> Void) -> Result<LoginResult, LoginError> {
         let pending = Mutex<OAuth1CallbackStateMachine?>(nil)
-        let semaphore = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Outcome?>(nil)
-        let handler = LoopbackCallbackHandler { path, parameters, respond in
-            let action = pending.withLock { machine -> OAuth1CallbackStateMachine.Action in
+        let listener: LoopbackCallback
+        let opened = LoopbackCallback.open(port: self.provider.redirectPort, logger: self.logger) { path, parameters in
+            pending.withLock { machine -> CallbackDecision in
                 // A request before the temporary credentials exist names no token of this login.
                 guard var current = machine else {
                     return .refuse(status: 400, reason: "This login has not started yet; nothing was done.")
                 }
-                let action = current.request(path: path, parameters: parameters)
+                let decision = current.request(path: path, parameters: parameters)
                 machine = current
-                return action
-            }
-            switch action {
-            case .refuse(let status, let reason):
-                respond(status, "Not this login", reason)
-            case .fail(let reason):
-                respond(400, "Login failed", "tokenproxy could not sign in: \(reason). Return to the terminal.")
-                outcome.withLock { $0 = .failed(reason) }
-                semaphore.signal()
-            case .exchange(let verifier):
-                outcome.withLock { $0 = .verifier(verifier, respond: respond) }
-                semaphore.signal()
+                return decision
             }
         }
-        let listener: LoopbackListener
-        switch LoopbackListener.open(port: self.provider.redirectPort, handler: handler, logger: self.logger) {
+        switch opened {
         case .failure(let error): return .failure(error)
-        case .success(let opened): listener = opened
+        case .success(let callback): listener = callback
         }
         defer { listener.close() }
 
@@ -102,16 +82,16 @@ package final class OAuth1Login: Sendable {
         pending.withLock { $0 = OAuth1CallbackStateMachine(token: temporary.token) }
         present(Prompt(url: self.authorizationURL(temporary), callback: listener.callbackURI))
 
-        guard semaphore.wait(timeout: .now() + timeout) == .success,
-            let result = outcome.withLock({ $0.take() })
-        else {
-            return .failure(LoginError(.timedOut, "no callback arrived within \(Int(timeout)) seconds"))
+        guard let result = listener.wait(seconds: timeout) else {
+            return .failure(
+                LoginError(.timedOut, "no callback arrived within \(LoopbackCallback.describe(timeout)) seconds")
+            )
         }
         switch result {
         case .failed(let reason):
             listener.finish()
             return .failure(LoginError(.callbackRejected, reason))
-        case .verifier(let verifier, let respond):
+        case .exchange(let verifier, let respond):
             let stored = self.exchange(temporary, verifier: verifier)
             switch stored {
             case .success:
