@@ -20,12 +20,7 @@ struct OAuth1InteropTests {
         verifierSecret: String = Self.consumerSecret
     ) throws -> (InteropServer, TestProxy, ScriptDirectory) {
         let directory = try ScriptDirectory()
-        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let publicKey = directory.path("public.pem")
-        try key.publicKey.pemRepresentation.write(toFile: publicKey, atomically: true, encoding: .utf8)
-        let privateKey = directory.path("private.pem")
-        try key.pemRepresentation.write(toFile: privateKey, atomically: true, encoding: .utf8)
-        chmod(privateKey, 0o600)
+        let (publicKey, privateKey) = try directory.rsaKeyPair()
         let server = try InteropServer(
             script: "oauthlib_resource.py",
             arguments: [Self.consumerKey, verifierSecret, Self.token, Self.tokenSecret, publicKey]

@@ -103,15 +103,8 @@ struct OAuth1LoginTests {
 
     private func setUp(_ method: OAuth1SignatureMethod = .hmacSHA1, fault: String? = nil) throws -> Setup {
         let directory = try ScriptDirectory()
-        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let publicKey = directory.path("public.pem")
-        try key.publicKey.pemRepresentation.write(toFile: publicKey, atomically: true, encoding: .utf8)
-        let privateKey = directory.path("private.pem")
-        try key.pemRepresentation.write(toFile: privateKey, atomically: true, encoding: .utf8)
-        chmod(privateKey, 0o600)
-        let storeKey = directory.path("store.key")
-        try SecureRandom.hex(32).write(toFile: storeKey, atomically: true, encoding: .utf8)
-        chmod(storeKey, 0o600)
+        let (publicKey, privateKey) = try directory.rsaKeyPair()
+        let storeKey = try directory.secretFile("store.key", SecureRandom.hex(32))
         let server = try InteropServer(
             script: "oauthlib_provider.py",
             arguments: [Self.consumerKey, Self.consumerSecret, publicKey] + (fault.map { [$0] } ?? [])

@@ -42,10 +42,10 @@ final class NginxFixture {
             withIntermediateDirectories: true
         )
         try Self.makeCertificates(in: self.directory)
-        self.tlsPort = try Self.freePort()
-        self.mutualTLSPort = try Self.freePort()
-        self.wrongNamePort = try Self.freePort()
-        self.http1Port = try Self.freePort()
+        self.tlsPort = try LoopbackSocket.freePort()
+        self.mutualTLSPort = try LoopbackSocket.freePort()
+        self.wrongNamePort = try LoopbackSocket.freePort()
+        self.http1Port = try LoopbackSocket.freePort()
         let directory = self.directory.path
         let config = """
             \(getuid() == 0 ? "user root;" : "")
@@ -151,24 +151,6 @@ final class NginxFixture {
             ])
         }
         chmod(path("client.key"), 0o600)
-    }
-
-    /// A port that was free a moment ago (bound to 0 and released).
-    static func freePort() throws -> UInt16 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
-                guard bind(descriptor, pointer, length) == 0 else { return -1 }
-                return getsockname(descriptor, pointer, &length)
-            }
-        }
-        guard bound == 0 else { throw Failure(description: "no free port") }
-        return UInt16(bigEndian: address.sin_port)
     }
 
     private static func accepts(_ port: UInt16) -> Bool {

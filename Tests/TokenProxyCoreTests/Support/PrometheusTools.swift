@@ -55,7 +55,7 @@ enum PrometheusTools {
                 "tp-prom-\(UUID().uuidString)"
             )
             try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
-            self.port = try Self.freePort()
+            self.port = try LoopbackSocket.freePort()
             let config = self.directory.appendingPathComponent("prometheus.yml")
             try """
             global:
@@ -112,22 +112,5 @@ enum PrometheusTools {
             try? FileManager.default.removeItem(at: self.directory)
         }
 
-        /// A loopback port that was free a moment ago.
-        private static func freePort() throws -> UInt16 {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(descriptor) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = 0
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                    bind(descriptor, raw, length) == 0 && getsockname(descriptor, raw, &length) == 0
-                }
-            }
-            guard bound else { throw Missing(description: "no free loopback port") }
-            return UInt16(bigEndian: address.sin_port)
-        }
     }
 }

@@ -17,26 +17,9 @@ final class RawUpstream: @unchecked Sendable {
     /// fields, as text) to the bytes sent back.
     init(answer: @escaping @Sendable (_ requestHead: String) -> [UInt8]) throws {
         self.answer = answer
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(listener, 64) == 0 else {
-            close(listener)
-            throw TestClient.Failure(description: "raw upstream: bind or listen failed, errno \(errno)")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
+        let (listener, port) = try LoopbackSocket.listening()
         self.listener = listener
-        self.port = UInt16(bigEndian: address.sin_port)
+        self.port = port
         Thread.detachNewThread {
             while true {
                 let client = accept(listener, nil, nil)

@@ -37,26 +37,9 @@ final class StaleConnectionUpstream: Sendable {
     /// connection's number and the request's number on it, both from 1) is read whole and its
     /// connection reset.
     init(reset: @escaping @Sendable (_ connection: Int, _ request: Int) -> Bool) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(listener, 64) == 0 else {
-            close(listener)
-            throw TestClient.Failure(description: "stale-connection upstream: bind or listen failed, errno \(errno)")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
+        let (listener, port) = try LoopbackSocket.listening()
         self.listener = listener
-        self.port = UInt16(bigEndian: address.sin_port)
+        self.port = port
         let record = self.record
         Thread.detachNewThread {
             while true {

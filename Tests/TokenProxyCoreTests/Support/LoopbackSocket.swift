@@ -1,0 +1,37 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// TCP sockets on an ephemeral port of 127.0.0.1, for the tests' own servers.
+enum LoopbackSocket {
+    /// A socket bound to a free port and listening, with that port; the caller closes it.
+    static func listening(backlog: Int32 = 64) throws -> (descriptor: Int32, port: UInt16) {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw TestFailure(message: "socket failed, errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                bind(descriptor, raw, length) == 0 && getsockname(descriptor, raw, &length) == 0
+            }
+        }
+        guard bound, listen(descriptor, backlog) == 0 else {
+            let failure = errno
+            close(descriptor)
+            throw TestFailure(message: "bind or listen on 127.0.0.1 failed, errno \(failure)")
+        }
+        return (descriptor, UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A port that was free a moment ago (bound, then released).
+    static func freePort() throws -> UInt16 {
+        let (descriptor, port) = try Self.listening(backlog: 1)
+        close(descriptor)
+        return port
+    }
+}
