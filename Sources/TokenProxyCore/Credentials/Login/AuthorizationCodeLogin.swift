@@ -88,36 +88,16 @@ package final class AuthorizationCodeLogin: Sendable {
         let separator = authorizationEndpoint.contains("?") ? "&" : "?"
         present(Prompt(url: authorizationEndpoint + separator + FormEncoding.encode(query), redirectURI: redirectURI))
 
-        guard let result = listener.wait(seconds: timeout) else {
-            return .failure(
-                LoginError(.timedOut, "no callback arrived within \(LoopbackCallback.describe(timeout)) seconds")
-            )
-        }
-        switch result {
-        case .failed(let reason):
-            // Let the failure page go out before the listener closes.
-            listener.finish()
-            return .failure(LoginError(.callbackRejected, reason))
-        case .exchange(let code, let respond):
+        return listener.conclude(
+            timeout: timeout,
+            signedIn: "tokenproxy stored the tokens for \(self.provider.name). You can close this tab."
+        ) { code in
             // RFC 6749 §4.1.3, with the PKCE verifier (RFC 7636 §4.5).
             var parameters = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI)]
             if let pkce {
                 parameters.append(("code_verifier", pkce.verifier))
             }
-            let outcome = self.exchange(parameters)
-            switch outcome {
-            case .success:
-                respond(
-                    200,
-                    "Signed in",
-                    "tokenproxy stored the tokens for \(self.provider.name). You can close this tab."
-                )
-            case .failure(let error):
-                respond(502, "Login failed", "tokenproxy could not sign in: \(error.message). Return to the terminal.")
-            }
-            // Let the page go out before the listener closes.
-            listener.finish()
-            return outcome
+            return self.exchange(parameters)
         }
     }
 

@@ -75,6 +75,36 @@ final class LoopbackCallback: Sendable {
         return self.handoff.outcome.withLock { $0.take() }
     }
 
+    /// Waits for the callback (`timeout` seconds at most), exchanges what it accepted, answers
+    /// the browser with the outcome (`signedIn` on success), and lets the page go out: the
+    /// end of a browser login. A failed callback is `callback_rejected`; none, `timed_out`.
+    func conclude<Value>(
+        timeout: Double,
+        signedIn: String,
+        exchange: (String) -> Result<Value, LoginError>
+    ) -> Result<Value, LoginError> {
+        guard let result = self.wait(seconds: timeout) else {
+            return .failure(
+                LoginError(.timedOut, "no callback arrived within \(Self.describe(timeout)) seconds")
+            )
+        }
+        // Each page goes out before the listener closes.
+        defer { self.finish() }
+        switch result {
+        case .failed(let reason):
+            return .failure(LoginError(.callbackRejected, reason))
+        case .exchange(let value, let respond):
+            let outcome = exchange(value)
+            switch outcome {
+            case .success:
+                respond(200, "Signed in", signedIn)
+            case .failure(let error):
+                respond(502, "Login failed", "tokenproxy could not sign in: \(error.message). Return to the terminal.")
+            }
+            return outcome
+        }
+    }
+
     /// Lets the pages already answered go out (2 seconds at most), then stops listening.
     func finish() {
         self.listener.finish()

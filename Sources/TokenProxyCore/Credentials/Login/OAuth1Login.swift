@@ -82,29 +82,11 @@ package final class OAuth1Login: Sendable {
         pending.withLock { $0 = OAuth1CallbackStateMachine(token: temporary.token) }
         present(Prompt(url: self.authorizationURL(temporary), callback: listener.callbackURI))
 
-        guard let result = listener.wait(seconds: timeout) else {
-            return .failure(
-                LoginError(.timedOut, "no callback arrived within \(LoopbackCallback.describe(timeout)) seconds")
-            )
-        }
-        switch result {
-        case .failed(let reason):
-            listener.finish()
-            return .failure(LoginError(.callbackRejected, reason))
-        case .exchange(let verifier, let respond):
-            let stored = self.exchange(temporary, verifier: verifier)
-            switch stored {
-            case .success:
-                respond(
-                    200,
-                    "Signed in",
-                    "tokenproxy stored the token for \(self.provider.name). You can close this tab."
-                )
-            case .failure(let error):
-                respond(502, "Login failed", "tokenproxy could not sign in: \(error.message). Return to the terminal.")
-            }
-            listener.finish()
-            return stored
+        return listener.conclude(
+            timeout: timeout,
+            signedIn: "tokenproxy stored the token for \(self.provider.name). You can close this tab."
+        ) { verifier in
+            self.exchange(temporary, verifier: verifier)
         }
     }
 
