@@ -404,6 +404,39 @@ struct OAuth1LoginTests {
         )
     }
 
+    /// `tokenproxy login` itself, with the loopback callback: the URL on standard error, the
+    /// browser's approval, exit 0 and the pair in the store.
+    @Test func theCommandSignsInThroughTheLoopbackCallback() throws {
+        let setup = try self.setUp()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TokenProxyBinary.path)
+        process.arguments = [
+            "login", "legacy", "--no-browser", "--timeout", "30", "--config", setup.directory.path("proxy.json"),
+        ]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        let errors = Pipe()
+        process.standardError = errors
+        let stream = ProcessErrorStream(errors)
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        let url = try #require(
+            eventually {
+                stream.raw.split(whereSeparator: \.isWhitespace).first {
+                    $0.hasPrefix(setup.server.origin + "/authorize?")
+                }
+            }
+        )
+        #expect(stream.raw.contains("Waiting for the browser to return to http://127.0.0.1:"))
+        let page = try setup.browser.browse(String(url))
+        #expect(page.status == 200)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(stream.raw)")
+        #expect(stream.raw.contains("Signed in to legacy"))
+        let grant = try #require(try setup.store.read().grants["legacy"])
+        #expect(grant.accessToken != nil && grant.tokenSecret != nil)
+    }
+
     @Test func callbackRules() {
         func judge(_ parameters: [(String, String)], path: String = "/callback") -> OAuth1CallbackStateMachine.Action {
             var machine = OAuth1CallbackStateMachine(token: "T1")
