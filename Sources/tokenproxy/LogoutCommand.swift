@@ -36,7 +36,11 @@ struct LogoutCommand: ParsableCommand {
             )
             throw ExitStatus.runtimeFailure
         }
-        if !report.hadTokens {
+        if !report.hadTokens, report.hadWaitingLogin {
+            Console.error(
+                "no tokens were stored for \(provider.name); deleted the out-of-band login waiting for --verifier"
+            )
+        } else if !report.hadTokens {
             Console.error("no tokens were stored for \(provider.name)")
         } else if report.otherSettings {
             Console.error(

@@ -352,6 +352,25 @@ struct OAuth1LoginTests {
         #expect(again.message.contains("no out-of-band login is waiting"))
     }
 
+    /// A logout deletes an out-of-band login still waiting for its verifier.
+    @Test func aLogoutDeletesAWaitingLogin() throws {
+        let setup = try self.setUp()
+        _ = try setup.login().runOutOfBand { _ in
+        } verifier: {
+            nil
+        }.get()
+        #expect(try setup.store.read().grants["legacy"]?.pendingLogin != nil)
+        let report = try Logout(
+            provider: setup.provider,
+            fetcher: setup.fetcher,
+            store: setup.store,
+            limits: setup.configuration.limits
+        ).run().get()
+        #expect(!report.hadTokens)
+        #expect(report.hadWaitingLogin)
+        #expect(try setup.store.read().grants["legacy"] == nil)
+    }
+
     /// Out of band in one step: the verifier is read at once.
     @Test func theOutOfBandLoginTakesTheVerifierAtOnce() throws {
         let setup = try self.setUp(.hmacSHA256)

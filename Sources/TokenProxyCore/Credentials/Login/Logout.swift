@@ -12,6 +12,8 @@ package final class Logout: Sendable {
     package struct Report: Sendable, Equatable {
         /// Whether the store held tokens for the provider.
         package var hadTokens = false
+        /// Whether an `oauth1` out-of-band login was waiting for its verifier (now deleted).
+        package var hadWaitingLogin = false
         /// `token_type_hint`s revoked now, in order.
         package var revoked: [String] = []
         /// Revocations kept for later, each with the reason.
@@ -57,6 +59,7 @@ package final class Logout: Sendable {
         defer { lock.release() }
         let grant = contents.grants[name]
         report.hadTokens = grant?.accessToken != nil || grant?.refreshToken != nil
+        report.hadWaitingLogin = grant?.pendingLogin != nil
 
         var newlyPending: [PendingRevocation] = []
         if report.hadTokens, let grant, grant.configFingerprint != self.provider.tokenFingerprint() {
