@@ -66,6 +66,16 @@ struct OAuth1LoginTests {
             try self.state()["access_tokens"] as? Int
         }
 
+        /// `tokenproxy logout` for the provider, as a report.
+        func logout() throws -> Logout.Report {
+            try Logout(
+                provider: try self.provider,
+                fetcher: self.fetcher,
+                store: self.store,
+                limits: self.configuration.limits
+            ).run().get()
+        }
+
         /// Runs a callback login to its end, the browser played on a thread of its own.
         func signIn() throws -> LoginResult {
             let browser = self.browser
@@ -173,12 +183,7 @@ struct OAuth1LoginTests {
             showSignature: false
         ).get()
         #expect(signed.header.contains("oauth_token=\"\(OAuth1Signer.encode(token))\""))
-        let report = try Logout(
-            provider: setup.provider,
-            fetcher: setup.fetcher,
-            store: setup.store,
-            limits: setup.configuration.limits
-        ).run().get()
+        let report = try setup.logout()
         #expect(report.hadTokens)
         #expect(try setup.store.read().grants["legacy"] == nil)
     }
@@ -193,12 +198,7 @@ struct OAuth1LoginTests {
         let first = try #require(try setup.store.read().grants["legacy"]?.accessToken)
         #expect(try setup.state()["last_resource_token"] as? String == first)
 
-        _ = try Logout(
-            provider: setup.provider,
-            fetcher: setup.fetcher,
-            store: setup.store,
-            limits: setup.configuration.limits
-        ).run().get()
+        _ = try setup.logout()
         #expect(
             eventually {
                 (try? proxy.client().get("/api/x"))?.header("X-Tokenproxy-Error") == "login_required"
@@ -360,12 +360,7 @@ struct OAuth1LoginTests {
             nil
         }.get()
         #expect(try setup.store.read().grants["legacy"]?.pendingLogin != nil)
-        let report = try Logout(
-            provider: setup.provider,
-            fetcher: setup.fetcher,
-            store: setup.store,
-            limits: setup.configuration.limits
-        ).run().get()
+        let report = try setup.logout()
         #expect(!report.hadTokens)
         #expect(report.hadWaitingLogin)
         #expect(try setup.store.read().grants["legacy"] == nil)

@@ -15,6 +15,13 @@ enum FormEncoding {
 
     /// The name-value pairs of a query string or form body, `+` read as a space; a pair whose
     /// percent-encoding is not valid UTF-8 is dropped.
+    /// The value of `name` in `pairs` when it occurs exactly once: where a repeated parameter
+    /// is ambiguous (RFC 6749 §3.1, RFC 5849's answers), it counts as absent.
+    static func single(_ name: String, in pairs: [(String, String)]) -> String? {
+        let values = pairs.filter { $0.0 == name }
+        return values.count == 1 ? values[0].1 : nil
+    }
+
     /// The name-value pairs of `form`, or nil when a pair's percent-encoding is not valid
     /// UTF-8: where a parameter must not be given twice, a pair that cannot be read may be
     /// the second one.

@@ -34,7 +34,7 @@ struct AuthorizationCallbackStateMachine {
             return .refuse(status: 404, reason: "This address only receives the login callback.")
         }
         func value(_ name: String) -> String? {
-            CallbackDecision.single(name, in: parameters)
+            FormEncoding.single(name, in: parameters)
         }
         guard let state = value("state"), ConstantTime.equals(state, self.expectedState) else {
             return .refuse(status: 400, reason: "The state parameter does not match this login; nothing was done.")

@@ -8,11 +8,4 @@ enum CallbackDecision: Sendable, Equatable {
     case fail(String)
     /// Not this login's callback: answer with status and reason, keep waiting.
     case refuse(status: Int, reason: String)
-
-    /// The value of `name` when it occurs exactly once: a repeated parameter is ambiguous
-    /// (RFC 6749 §3.1), so it counts as absent.
-    static func single(_ name: String, in parameters: [(String, String)]) -> String? {
-        let values = parameters.filter { $0.0 == name }
-        return values.count == 1 ? values[0].1 : nil
-    }
 }

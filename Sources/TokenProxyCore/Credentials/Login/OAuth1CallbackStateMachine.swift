@@ -24,7 +24,7 @@ struct OAuth1CallbackStateMachine {
             return .refuse(status: 404, reason: "This address only receives the login callback.")
         }
         func value(_ name: String) -> String? {
-            CallbackDecision.single(name, in: parameters)
+            FormEncoding.single(name, in: parameters)
         }
         // Some providers come back with `denied=TOKEN` instead of `oauth_token` when the
         // person declines.

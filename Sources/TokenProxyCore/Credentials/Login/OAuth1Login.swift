@@ -174,12 +174,13 @@ package final class OAuth1Login: Sendable {
             url: url,
             token: nil,
             extra: [OAuth1Signer.Parameter(name: "oauth_callback", value: callback)],
-            what: "the temporary credentials"
+            what: "the temporary credentials",
+            endpoint: "request_token_url"
         )
         return answer.flatMap { pairs in
             // Without the confirmation, the provider may not have bound this callback to
             // the token (the session fixation RFC 5849 §2.1 closes).
-            guard Self.single("oauth_callback_confirmed", in: pairs) == "true" else {
+            guard FormEncoding.single("oauth_callback_confirmed", in: pairs) == "true" else {
                 return .failure(
                     LoginError(
                         .exchangeFailed,
@@ -203,7 +204,8 @@ package final class OAuth1Login: Sendable {
             url: url,
             token: temporary,
             extra: [OAuth1Signer.Parameter(name: "oauth_verifier", value: verifier)],
-            what: "the token"
+            what: "the token",
+            endpoint: "access_token_url"
         )
         return answer.flatMap { Self.credentialPair($0, from: "access_token_url") }.flatMap { pair in
             let grant = StoredGrant(
@@ -220,11 +222,14 @@ package final class OAuth1Login: Sendable {
 
     /// A signed, empty POST to one of the provider's token endpoints; the form-encoded
     /// answer's pairs, or why there are none (the provider's `oauth_problem` included).
+    /// Messages name the endpoint by its configuration key, never by its URL, whose query
+    /// may hold a secret.
     private func signedPost(
         url: String,
         token: Temporary?,
         extra: [OAuth1Signer.Parameter],
-        what: String
+        what: String,
+        endpoint: String
     ) -> Result<[(String, String)], LoginError> {
         let credentials: OAuth1Signer.Credentials
         switch OAuth1Signer.Credentials.consumer(of: self.provider) {
@@ -244,7 +249,7 @@ package final class OAuth1Login: Sendable {
                 extra: extra
             ).header
         } catch {
-            return .failure(LoginError(.exchangeFailed, "cannot sign the request to \(url): \(error)"))
+            return .failure(LoginError(.exchangeFailed, "cannot sign the request to \(endpoint): \(error)"))
         }
         var headers = HTTPHeaders()
         headers.add(name: "Authorization", value: header)
@@ -263,7 +268,7 @@ package final class OAuth1Login: Sendable {
         let response: UpstreamResponse
         switch Blocking.wait({ done in self.fetcher.fetch(request, completion: done) }) {
         case .failure(let error):
-            return .failure(LoginError(.exchangeFailed, "cannot obtain \(what) from \(url): \(error.message)"))
+            return .failure(LoginError(.exchangeFailed, "cannot obtain \(what) from \(endpoint): \(error.message)"))
         case .success(let answered):
             response = answered
         }
@@ -277,13 +282,13 @@ package final class OAuth1Login: Sendable {
             return .failure(
                 LoginError(
                     .exchangeFailed,
-                    "\(url) refused \(what) with status \(response.status)"
+                    "\(endpoint) refused \(what) with status \(response.status)"
                         + (problem.map { " (oauth_problem=\($0))" } ?? "")
                 )
             )
         }
         guard let strict = FormEncoding.decodeStrictly(text) else {
-            return .failure(LoginError(.exchangeFailed, "\(url) answered with a malformed form (\(what))"))
+            return .failure(LoginError(.exchangeFailed, "\(endpoint) answered with a malformed form (\(what))"))
         }
         return .success(strict)
     }
@@ -293,8 +298,8 @@ package final class OAuth1Login: Sendable {
         _ pairs: [(String, String)],
         from endpoint: String
     ) -> Result<(token: String, secret: String), LoginError> {
-        guard let token = Self.single("oauth_token", in: pairs),
-            let secret = Self.single("oauth_token_secret", in: pairs)
+        guard let token = FormEncoding.single("oauth_token", in: pairs),
+            let secret = FormEncoding.single("oauth_token_secret", in: pairs)
         else {
             return .failure(
                 LoginError(.exchangeFailed, "the \(endpoint) answer lacks oauth_token or oauth_token_secret")
@@ -317,12 +322,6 @@ package final class OAuth1Login: Sendable {
             return .failure(LoginError(.exchangeFailed, "the \(endpoint) answer carries an empty oauth_token"))
         }
         return .success((token, secret))
-    }
-
-    /// The value of `name` when it occurs exactly once.
-    private static func single(_ name: String, in pairs: [(String, String)]) -> String? {
-        let values = pairs.filter { $0.0 == name }
-        return values.count == 1 ? values[0].1 : nil
     }
 
     /// Changes the provider's record under its store lock (a proxy refreshing at the same

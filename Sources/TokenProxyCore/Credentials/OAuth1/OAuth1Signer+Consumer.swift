@@ -1,4 +1,9 @@
 import CryptoExtras
+import Synchronization
+
+/// RSA keys parsed from their PEM text, so a request signed with RSA-SHA1 does not parse the
+/// key again; a rotated key file is new text and is parsed once. A few keys at most.
+private let parsedRSAKeys = Mutex<[String: _RSA.Signing.PrivateKey]>([:])
 
 extension OAuth1Signer.Credentials {
     /// The consumer's half of `provider`'s signing credentials (no token yet), with its
@@ -26,7 +31,7 @@ extension OAuth1Signer.Credentials {
         var rsaKey: _RSA.Signing.PrivateKey?
         if method == .rsaSHA1 {
             do {
-                rsaKey = try _RSA.Signing.PrivateKey(pemRepresentation: value)
+                rsaKey = try Self.rsaKey(pem: value)
             } catch {
                 let key = provider.privateKey == nil ? "consumer_secret" : "private_key"
                 return .failure(
@@ -49,5 +54,16 @@ extension OAuth1Signer.Credentials {
                 realm: provider.realm
             )
         )
+    }
+
+    /// The private key in `pem`, parsed once per distinct text.
+    private static func rsaKey(pem: String) throws -> _RSA.Signing.PrivateKey {
+        if let known = parsedRSAKeys.withLock({ $0[pem] }) { return known }
+        let key = try _RSA.Signing.PrivateKey(pemRepresentation: pem)
+        parsedRSAKeys.withLock { keys in
+            if keys.count >= 8 { keys.removeAll() }
+            keys[pem] = key
+        }
+        return key
     }
 }
