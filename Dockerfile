@@ -16,12 +16,10 @@ WORKDIR /src
 COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests
-# Linked by the toolchain's lld with packed relative relocations (DT_RELR, glibc 2.36+): the
-# static Swift runtime carries about 88,000 relative relocations, which otherwise fill a 2 MiB
-# table that every start reads in; packed, they take 16 KiB (docs/performance.md).
-RUN swift build -c release --static-swift-stdlib --product tokenproxy \
-        -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
-    && install -D "$(swift build -c release --show-bin-path)/tokenproxy" /out/tokenproxy
+COPY scripts/build-release.sh scripts/startup.order ./scripts/
+# scripts/build-release.sh is the one release build (static Swift runtime, lld with packed
+# relative relocations, the start-up code laid out together); docs/performance.md says why.
+RUN install -D "$(scripts/build-release.sh .build)" /out/tokenproxy
 
 # Runtime stage: libcurl, CA certificates and an unprivileged user; nothing else. Nothing is
 # written outside /var/lib/tokenproxy (the state volume), so the container runs with a

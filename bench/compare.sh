@@ -13,8 +13,7 @@
 # closing it (a million by default, so connections are kept; nginx's default is 1,000).
 #
 # Build a binary as the Dockerfile does, e.g. for a commit checked out in a worktree:
-#   swift build -c release --static-swift-stdlib --product tokenproxy --scratch-path /tmp/b \
-#       -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
+#   scripts/build-release.sh /tmp/b     # prints the binary's path
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +44,7 @@ bench_certificates
 
 bench_upstream "$UPSTREAM_PORT" "$KEEPALIVE_REQUESTS"
 
+declare -A PID
 for side in old new; do
     port=$OLD_PORT binary=$OLD
     [ "$side" = new ] && port=$NEW_PORT binary=$NEW
@@ -58,6 +58,7 @@ for side in old new; do
 }
 CONF
     BENCH_TOKEN=bench-token "$binary" serve --config "$work/$side.json" --log-level warning & pids+=($!)
+    PID[$side]=$!
 done
 for port in "$OLD_PORT" "$NEW_PORT"; do
     for _ in $(seq 100); do
@@ -67,6 +68,10 @@ for port in "$OLD_PORT" "$NEW_PORT"; do
 done
 for port in "$OLD_PORT" "$NEW_PORT"; do
     curl -sf "http://127.0.0.1:$port/1k" -o /dev/null || { echo "the proxy on $port does not answer" >&2; exit 1; }
+done
+# Resident memory after the first request and before any load, as bench/run.sh's "RSS idle".
+for side in old new; do
+    echo "$side: RSS idle $(awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/${PID[$side]}/status") MiB"
 done
 
 results="$work/results.tsv"

@@ -51,13 +51,10 @@ HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
 ulimit -n $((IDLE + 1000)) 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 [ "$(ulimit -n)" -ge $((IDLE + 1000)) ] || { echo "ulimit -n is below $((IDLE + 1000)); lower IDLE" >&2; exit 2; }
 
-# Built as the Dockerfile builds it (static Swift runtime, linked by lld with packed relative
-# relocations), in a scratch folder of its own; TOKENPROXY=/path/to/binary measures another.
+# Built as the Dockerfile builds it (scripts/build-release.sh), in a scratch folder of its
+# own; TOKENPROXY=/path/to/binary measures another.
 if [ -z "${TOKENPROXY:-}" ]; then
-    build=(swift build -c release --static-swift-stdlib --product tokenproxy --scratch-path .build-bench
-        -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
-    "${build[@]}" >/dev/null
-    TOKENPROXY="$("${build[@]}" --show-bin-path)/tokenproxy"
+    TOKENPROXY=$(scripts/build-release.sh .build-bench)
 fi
 
 # shellcheck source=bench/common.sh

@@ -7,7 +7,7 @@
 #     tokenproxy config (a ConfigMap's proxy.json) with `tokenproxy check`;
 #   - deploy/systemd/tokenproxy.service: `systemd-analyze verify` and
 #     `systemd-analyze security --offline=true` with an exposure of at most 2.0;
-#   - the shell scripts of deploy/ and scripts/: shellcheck.
+#   - the shell scripts of deploy/, scripts/ and bench/: shellcheck.
 # Installs what it needs: the PyPI tools into the project's own virtual environment
 # `.venv-deploy`, systemd, shellcheck and python3-venv through apt when missing. Builds the
 # debug binary for `tokenproxy check` (`swift build`) unless TOKENPROXY_BIN names one.
@@ -107,7 +107,7 @@ security_unit() {
 }
 run "systemd-analyze security (exposure <= 2.0)" security_unit
 
-run "shellcheck" shellcheck deploy/docker/healthcheck.sh scripts/check-deploy.sh scripts/image-rootfs.sh
+run "shellcheck" shellcheck -x deploy/docker/healthcheck.sh scripts/*.sh bench/*.sh
 
 printf '\n'
 if [ ${#failures[@]} -gt 0 ]; then

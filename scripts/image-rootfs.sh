@@ -35,11 +35,8 @@ trap cleanup EXIT
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "build: release, static Swift stdlib, lld with packed relative relocations (as the Dockerfile)"
-build=(swift build -c release --static-swift-stdlib --product tokenproxy --scratch-path .build-image
-    -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
-"${build[@]}"
-binary="$("${build[@]}" --show-bin-path)/tokenproxy"
+step "build: scripts/build-release.sh, as the Dockerfile builds"
+binary=$(scripts/build-release.sh .build-image)
 
 step "root filesystem: debootstrap --variant=minbase bookworm, then apt-get install libcurl4 ca-certificates"
 # shellcheck disable=SC2086  # DEBIAN_MIRROR is one optional word
