@@ -1,6 +1,7 @@
 """Opens N keep-alive connections to a proxy, sends one request on each, reads the
 answer, and keeps them all open until it reads a line on standard input; prints
-"OPEN <n>" once they are open (n is how many got an answer).
+"OPEN <n>" once they are open (n is how many got a 2xx answer without being told the
+connection closes: a proxy that refuses connections, say with 503, does not hold them).
 
     idle_connections.py HOST PORT PATH N
 """
@@ -16,12 +17,20 @@ async def one(connections):
         reader, writer = await asyncio.open_connection(HOST, PORT)
         writer.write(REQUEST)
         head = await reader.readuntil(b"\r\n\r\n")
-        length = 0
-        for line in head.split(b"\r\n"):
-            if line.lower().startswith(b"content-length:"):
-                length = int(line.split(b":", 1)[1])
+        lines = head.split(b"\r\n")
+        status = lines[0].split(b" ")[1:2]
+        length, kept = 0, bool(status) and status[0].startswith(b"2")
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+            elif name.strip().lower() == b"connection" and b"close" in value.lower():
+                kept = False
         await reader.readexactly(length)
-        connections.append(writer)
+        if kept:
+            connections.append(writer)
+        else:
+            writer.close()
     except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
         pass
 

@@ -47,9 +47,12 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
-# Enough descriptors for the idle connections on both ends.
-ulimit -n $((IDLE + 1000)) 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-[ "$(ulimit -n)" -ge $((IDLE + 1000)) ] || { echo "ulimit -n is below $((IDLE + 1000)); lower IDLE" >&2; exit 2; }
+# Descriptors for every proxy: IDLE client connections, as many upstream connections (the
+# idle measurement opens its connections 500 at a time, and a proxy may keep an upstream
+# connection for each it served at once), and room for the rest.
+DESCRIPTORS=$((2 * IDLE + 1000))
+ulimit -n "$DESCRIPTORS" 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+[ "$(ulimit -n)" -ge "$DESCRIPTORS" ] || { echo "ulimit -n is below $DESCRIPTORS; lower IDLE" >&2; exit 2; }
 
 # Built as the Dockerfile builds it (scripts/build-release.sh), in a scratch folder of its
 # own; TOKENPROXY=/path/to/binary measures another.
@@ -93,8 +96,8 @@ CONF
 cat > "$work/nginx/nginx.conf" <<CONF
 $user
 worker_processes auto;
-worker_rlimit_nofile $((IDLE + 1000));
-events { worker_connections $((IDLE + 1000)); }
+worker_rlimit_nofile $DESCRIPTORS;
+events { worker_connections $DESCRIPTORS; }
 pid $work/nginx/nginx.pid;
 error_log $work/nginx/error.log warn;
 http {
