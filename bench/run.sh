@@ -8,6 +8,9 @@
 #     upstreams) and against one that keeps it open;
 #   - an 8 MiB download at 1 connection;
 #   - scaling: requests/s and p99 at 1, 64, 256 and 1,024 connections;
+#   - CPU time per request at 64 connections: the proxy's, the upstream's and the rest of the
+#     machine's (wrk, the kernel), and beside them libcurl alone (bench/libcurl_floor.c, 64
+#     requests at a time against the same upstream), the floor under any proxy built on it;
 #   - memory: resident memory with 10,000 idle kept-alive client connections, per connection.
 # The machine is assumed shared and noisy: the proxies are measured in turn, measurement by
 # measurement, for ROUNDS rounds, and each figure is the median with the range of the rounds.
@@ -30,7 +33,7 @@ PROXIES=(nginx haproxy caddy tokenproxy)
 
 # Tools: wrk, the proxies, openssl; libcurl's headers for the build (as scripts/test.sh).
 need=()
-for package in libcurl4-openssl-dev pkg-config; do
+for package in libcurl4-openssl-dev pkg-config gcc; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || need+=("$package")
 done
 command -v wrk >/dev/null || need+=(wrk)
@@ -191,6 +194,7 @@ cat > "$work/proxy.json" <<CONF
 CONF
 
 "$NGINX" -p "$work/upstream" -c "$work/upstream/nginx.conf" -g 'daemon off;' & pids+=($!)
+UPSTREAM_PID=$!
 "$NGINX" -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' & pids+=($!)
 PID[nginx]=$!
 "$HAPROXY" -f "$work/haproxy.cfg" -db >/dev/null 2>&1 & pids+=($!)
@@ -225,12 +229,38 @@ rss() {
 }
 tokenproxy_idle_rss=$(rss "${PID[tokenproxy]}")
 
+# CPU time (user and system) of a process and its children, in clock ticks.
+ticks() {
+    local total=0 pid
+    for pid in "$1" $(pgrep -P "$1" || true); do
+        total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
+    done
+    echo "$total"
+}
+# The machine's CPU time spent other than idle or stolen by the host, in clock ticks.
+busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+
+read -r -a curl_libs <<< "$(curl-config --libs)"
+gcc -O2 -o "$work/libcurl_floor" bench/libcurl_floor.c "${curl_libs[@]}"
+
 results="$work/results.tsv"
+cpu="$work/cpu.tsv"
 : > "$results"
+: > "$cpu"
 measure() { # proxy test connections url
-    local threads=2 output
+    local threads=2 output counted=0 start=() end=()
     [ "$3" = 1 ] && threads=1
+    # At 64 connections to the closing upstream, where each process's CPU time goes.
+    if [ "$2 $3" = "closing 1k 64" ] && [ -n "${PID[$1]:-}" ]; then
+        counted=1
+        start=("$(ticks "${PID[$1]}")" "$(ticks "$UPSTREAM_PID")" "$(busy)")
+    fi
     output=$(wrk --latency -t "$threads" -c "$3" -d "${DURATION}s" "$4" 2>&1)
+    if [ "$counted" = 1 ]; then
+        end=("$(ticks "${PID[$1]}")" "$(ticks "$UPSTREAM_PID")" "$(busy)")
+        printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$(echo "$output" | awk '/requests in/ {print $1}')" \
+            $((end[0] - start[0])) $((end[1] - start[1])) $((end[2] - start[2])) >> "$cpu"
+    fi
     # Failures: answers other than 2xx/3xx, and wrk's socket errors (connect, read, write,
     # timeout), so that a proxy answering quick 502s does not look fast.
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
@@ -240,6 +270,17 @@ measure() { # proxy test connections url
         "$(echo "$output" | awk '/Transfer\/sec/ {print $2}')" \
         "$(echo "$output" | awk '/Non-2xx/ {n += $NF} /Socket errors/ {gsub(",", ""); n += $4 + $6 + $8 + $10} END {print n + 0}')" \
         >> "$results"
+}
+# libcurl alone, driven as the engine drives it, 64 requests at a time against the closing
+# upstream: its own CPU time per request (from getrusage), the upstream's and the rest.
+measure_libcurl() {
+    local start end output requests=$((DURATION * 8000))
+    start=("$(ticks "$UPSTREAM_PID")" "$(busy)")
+    output=$("$work/libcurl_floor" "https://127.0.0.1:$UPSTREAM_CLOSING/1k" "$work/ca.pem" "$requests" 64)
+    end=("$(ticks "$UPSTREAM_PID")" "$(busy)")
+    printf '%s\t%s\t%s\t%s\t%s\n' "libcurl alone" "$requests" \
+        "$(echo "$output" | sed -n 's/.*CPU \([0-9.]*\) us.*/\1/p')" \
+        $((end[0] - start[0])) $((end[1] - start[1])) >> "$cpu"
 }
 tests=("closing 1k 1" "closing 1k 64" "keeping 1k 64" "closing 1k 256" "closing 1k 1024" "keeping 8m 1")
 for round in $(seq "$ROUNDS"); do
@@ -252,6 +293,7 @@ for round in $(seq "$ROUNDS"); do
             proxy=${PROXIES[$(((index + round) % ${#PROXIES[@]}))]}
             measure "$proxy" "$path $file" "$connections" "http://127.0.0.1:${PORT[$proxy]}/$path/$file"
         done
+        if [ "$path $file $connections" = "closing 1k 64" ]; then measure_libcurl; fi
     done
 done
 
@@ -270,11 +312,11 @@ for proxy in "${PROXIES[@]}"; do
     sleep 2
 done
 
-python3 - "$results" "$memory" "$tokenproxy_idle_rss" "$DURATION" "$ROUNDS" <<'PY'
+python3 - "$results" "$memory" "$tokenproxy_idle_rss" "$DURATION" "$ROUNDS" "$cpu" "$(getconf CLK_TCK)" <<'PY'
 import statistics
 import sys
 
-results, memory, idle_rss, duration, rounds = sys.argv[1:6]
+results, memory, idle_rss, duration, rounds, cpu, tick = sys.argv[1:8]
 
 def seconds(text):
     for unit, factor in (("us", 1e-6), ("ms", 1e-3), ("s", 1.0)):
@@ -337,6 +379,32 @@ for proxy in proxies:
         p99 = median(proxy, "closing 1k", connections, 2)[0]
         cells.append(f"{rps:.0f}, {p99 * 1e3:.1f}")
     print(f"| {proxy} | " + " | ".join(cells) + " |")
+print()
+# CPU per request in microseconds: the proxy's (libcurl alone: its own, in microseconds
+# already), the upstream's, and the rest of the machine's busy time (wrk, the kernel).
+usage = {}
+for line in open(cpu):
+    name, requests, own, upstream, machine = line.rstrip("\n").split("\t")
+    requests, upstream, machine = int(requests or 0), int(upstream), int(machine)
+    if requests <= 0:
+        continue
+    per_tick = 1e6 / int(tick) / requests
+    own = float(own) if name == "libcurl alone" else int(own) * per_tick
+    rest = machine * per_tick - own - upstream * per_tick
+    usage.setdefault(name, []).append((own, upstream * per_tick, rest))
+print("| 64 connections, upstream closes after 1,000: CPU per request, us | the proxy | the upstream | the rest of the machine | all |")
+print("|---|---|---|---|---|")
+for name in proxies + ["libcurl alone"]:
+    values = usage.get(name, [])
+    if not values:
+        continue
+    cells = []
+    for field in range(3):
+        column = [v[field] for v in values]
+        cells.append(f"{statistics.median(column):.0f} ({min(column):.0f}-{max(column):.0f})")
+    cells.append(f"{statistics.median(sum(v) for v in values):.0f}")
+    print(f"| {name} | " + " | ".join(cells) + " |")
+print("(libcurl alone: bench/libcurl_floor.c, 64 requests at a time, no clients to serve)")
 print()
 print("| idle kept-alive client connections | opened | RSS before MiB | RSS with them MiB | bytes per connection |")
 print("|---|---|---|---|---|")

@@ -27,8 +27,8 @@ binary=$(STARTUP_ORDER=none scripts/build-release.sh "${SCRATCH:-.build-order}")
 source bench/common.sh
 bench_scratch startup-order
 bench_certificates
-UPSTREAM_PORT=${UPSTREAM_PORT:-18643}
-PROXY_PORT=${PROXY_PORT:-18644}
+UPSTREAM_PORT=${UPSTREAM_PORT:-18653}
+PROXY_PORT=${PROXY_PORT:-18654}
 bench_upstream "$UPSTREAM_PORT" 1000
 
 cat > "$work/proxy.json" <<CONF
