@@ -52,10 +52,14 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
 # Descriptors for every proxy: IDLE client connections, as many upstream connections (the
 # idle measurement opens its connections 500 at a time, and a proxy may keep an upstream
-# connection for each it served at once), and room for the rest.
+# connection for each it served at once), and room for the rest. Where the hard limit is
+# lower, the proxies get the hard limit, as long as it leaves IDLE + 4,000 (the connections
+# a proxy opens upstream while the idle ones arrive 500 at a time, and its own reserve).
 DESCRIPTORS=$((2 * IDLE + 1000))
-ulimit -n "$DESCRIPTORS" 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-[ "$(ulimit -n)" -ge "$DESCRIPTORS" ] || { echo "ulimit -n is below $DESCRIPTORS; lower IDLE" >&2; exit 2; }
+hard=$(ulimit -Hn)
+[ "$hard" = unlimited ] || [ "$hard" -ge "$DESCRIPTORS" ] || DESCRIPTORS=$hard
+[ "$DESCRIPTORS" -ge $((IDLE + 4000)) ] || { echo "the descriptor hard limit $hard is below $((IDLE + 4000)); lower IDLE" >&2; exit 2; }
+ulimit -n "$DESCRIPTORS" || exit 2
 
 # Built as the Dockerfile builds it (scripts/build-release.sh), in a scratch folder of its
 # own; TOKENPROXY=/path/to/binary measures another.
