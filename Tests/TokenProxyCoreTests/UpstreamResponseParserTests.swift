@@ -65,6 +65,73 @@ struct UpstreamResponseParserTests {
         #expect(head.headers.first("content-type") == "text/plain")
     }
 
+    @Test(
+        arguments: [
+            (["5"], .length(5)),
+            (["5", " 5 ,5"], .length(5)),
+            (["0005"], .length(5)),
+            (["9223372036854775807"], .length(Int64.max)),
+            (["\t42\t"], .length(42)),
+            (["9223372036854775808"], .invalid),
+            (["5", "6"], .invalid),
+            (["5, 6"], .invalid),
+            (["5,"], .invalid),
+            (["5 6"], .invalid),
+            ([""], .invalid),
+            (["-5"], .invalid),
+            (["+5"], .invalid),
+            (["0x10"], .invalid),
+            (["５"], .invalid),
+            ([], .absent),
+        ] as [([String], UpstreamResponseParser.DeclaredLength)]
+    )
+    func contentLengthFieldsDeclareOneLength(values: [String], expected: UpstreamResponseParser.DeclaredLength) {
+        var parser = UpstreamResponseParser()
+        _ = parser.line("HTTP/1.1 200 OK")
+        for value in values {
+            _ = parser.line("Content-Length: \(value)")
+        }
+        #expect(parser.line("") == .complete)
+        #expect(parser.declaredLength == expected)
+        #expect((parser.framingProblem == nil) == (expected != .invalid))
+    }
+
+    @Test(
+        arguments: [
+            (["chunked"], nil),
+            (["gzip, Chunked"], nil),
+            (["gzip", "chunked,"], nil),
+            (["chunked", ""], nil),
+            (["chunked", "gzip"], "the upstream's transfer coding is not chunked"),
+            (["chunked, gzip"], "the upstream's transfer coding is not chunked"),
+            (["chunked, ,"], "the upstream's transfer coding is not chunked"),
+            ([""], "the upstream's Content-Length is invalid or conflicting"),
+        ] as [([String], String?)]
+    )
+    func theLastTransferCodingDecides(values: [String], problem: String?) {
+        var parser = UpstreamResponseParser()
+        _ = parser.line("HTTP/1.1 200 OK")
+        _ = parser.line("Content-Length: x")
+        for value in values {
+            _ = parser.line("Transfer-Encoding: \(value)")
+        }
+        #expect(parser.line("") == .complete)
+        #expect(parser.framingProblem == problem)
+        #expect(parser.hasTransferEncoding)
+    }
+
+    @Test func anInterimHeadsFramingIsForgotten() {
+        var parser = UpstreamResponseParser()
+        _ = parser.line("HTTP/1.1 103 Early Hints")
+        _ = parser.line("Content-Length: x")
+        #expect(parser.line("") == .interim)
+        _ = parser.line("HTTP/1.1 200 OK")
+        _ = parser.line("Content-Length: 3")
+        #expect(parser.line("") == .complete)
+        #expect(parser.declaredLength == .length(3))
+        #expect(parser.framingProblem == nil)
+    }
+
     @Test(arguments: [
         ("https://api.example.com/v3/next?p=2", "/gh/next?p=2"),
         ("https://API.example.com:443/v3", "/gh"),

@@ -96,25 +96,64 @@ enum HTTPGrammar {
     }
 
     /// The single length named by every Content-Length field and list element; differing
-    /// values, non-digits and overflow are errors (RFC 9112 §6.3 rule 5).
+    /// values, non-digits and overflow are errors (RFC 9112 §6.3 rule 5). Reads the values'
+    /// bytes in place: this runs for every answer with a length and every request with a body.
     static func contentLength(_ values: [String]) -> Result<Int64, ProxyError> {
         var length: Int64?
         for value in values {
-            for element in value.split(separator: ",", omittingEmptySubsequences: false) {
-                let digits = element.trimmingHTTPWhitespace()
-                guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-                    return .failure(ProxyError(.badRequest, "invalid Content-Length"))
+            var element = ContentLengthElement()
+            for byte in value.utf8 {
+                if byte == UInt8(ascii: ",") {
+                    if let failure = element.end(into: &length) { return .failure(failure) }
+                    element = ContentLengthElement()
+                } else {
+                    element.add(byte)
                 }
-                guard let parsed = Int64(digits) else {
-                    return .failure(ProxyError(.badRequest, "Content-Length too large"))
-                }
-                if let previous = length, previous != parsed {
-                    return .failure(ProxyError(.badRequest, "differing Content-Length values"))
-                }
-                length = parsed
             }
+            if let failure = element.end(into: &length) { return .failure(failure) }
         }
         guard let length else { return .failure(ProxyError(.badRequest, "invalid Content-Length")) }
         return .success(length)
+    }
+
+    /// One element of a Content-Length list, read byte by byte: optional whitespace, digits,
+    /// optional whitespace.
+    private struct ContentLengthElement {
+        private var value: Int64 = 0
+        private var digits = 0
+        private var trailingSpace = false
+        private var invalid = false
+        private var overflow = false
+
+        mutating func add(_ byte: UInt8) {
+            switch byte {
+            case UInt8(ascii: " "), UInt8(ascii: "\t"):
+                // Whitespace after the digits ends them; before them it is skipped.
+                if self.digits > 0 { self.trailingSpace = true }
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                guard !self.trailingSpace else {
+                    self.invalid = true
+                    return
+                }
+                self.digits += 1
+                let (times10, o1) = self.value.multipliedReportingOverflow(by: 10)
+                let (sum, o2) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
+                self.overflow = self.overflow || o1 || o2
+                self.value = sum
+            default:
+                self.invalid = true
+            }
+        }
+
+        /// Checks the finished element against the length so far: nil when it agrees.
+        func end(into length: inout Int64?) -> ProxyError? {
+            guard !self.invalid, self.digits > 0 else { return ProxyError(.badRequest, "invalid Content-Length") }
+            guard !self.overflow else { return ProxyError(.badRequest, "Content-Length too large") }
+            if let previous = length, previous != self.value {
+                return ProxyError(.badRequest, "differing Content-Length values")
+            }
+            length = self.value
+            return nil
+        }
     }
 }

@@ -2,9 +2,12 @@
 /// rather than an allocation and a free of libcurl's per-transfer state.
 ///
 /// `curl_easy_reset` returns every option to its default (no header list, URL, CA file or
-/// callback of the previous request survives); what it keeps is the connection cache, DNS
-/// cache and TLS session cache, which the multi handle shares anyway, and cookies, whose
-/// engine tokenproxy never enables. So nothing of one request leaks into the next.
+/// callback of the previous request survives); what it keeps is the handle's TLS session
+/// cache (libcurl 7.88 keeps one per easy handle), so that a reused handle resumes a TLS
+/// session when it reconnects, and cookies, whose engine tokenproxy never enables. The
+/// connection and DNS caches belong to the multi handle. So nothing of one request leaks
+/// into the next but TLS sessions, which libcurl offers again only to the same host and
+/// port with the same TLS settings.
 /// Confined to the engine's thread, like every other libcurl call.
 struct CurlEasyPool {
     private var idle: [CurlEasy] = []

@@ -14,6 +14,8 @@ struct UpstreamResponseParser: Sendable {
     private var reason: String?
     private var fields: [(String, String)] = []
     private(set) var headComplete = false
+    /// The final head's framing, read once when it completes.
+    private var framing: Framing?
 
     /// What a line changed.
     enum LineResult: Equatable {
@@ -59,6 +61,7 @@ struct UpstreamResponseParser: Sendable {
                 HTTPGrammar.isValidFieldValue($0) ? String(decoding: $0, as: UTF8.self) : nil
             }
             self.fields = []
+            self.framing = nil
             return .pending
         }
         guard let status = self.status else { return .invalid }
@@ -69,6 +72,7 @@ struct UpstreamResponseParser: Sendable {
                 return .interim
             }
             self.headComplete = true
+            self.framing = Framing(self.fields)
             return .complete
         }
         if line[0] == UInt8(ascii: " ") || line[0] == UInt8(ascii: "\t") {
@@ -150,18 +154,13 @@ struct UpstreamResponseParser: Sendable {
 
     /// Whether the head has a `Transfer-Encoding` field.
     var hasTransferEncoding: Bool {
-        self.fields.contains { $0.0.equalsIgnoringASCIICase("transfer-encoding") }
+        (self.framing ?? Framing(self.fields)).hasTransferEncoding
     }
 
     /// The length the `Content-Length` fields declare, each field possibly a list; parsed
     /// by the same rule as a request's (``HTTPGrammar/contentLength(_:)``).
     var declaredLength: DeclaredLength {
-        let values = self.fields.filter { $0.0.equalsIgnoringASCIICase("content-length") }.map(\.1)
-        guard !values.isEmpty else { return .absent }
-        switch HTTPGrammar.contentLength(values) {
-        case .success(let length): return .length(length)
-        case .failure: return .invalid
-        }
+        (self.framing ?? Framing(self.fields)).declaredLength
     }
 
     /// Why the final head's framing cannot be relayed, or nil when it can (RFC 9112 §6.3):
@@ -169,12 +168,41 @@ struct UpstreamResponseParser: Sendable {
     /// `Content-Length` that is not a single valid number. Such an answer is not relayed;
     /// the client gets 502.
     var framingProblem: String? {
-        let codings = self.fields.filter { $0.0.equalsIgnoringASCIICase("transfer-encoding") }
-            .flatMap { $0.1.split(separator: ",") }
-            .map { $0.trimmingHTTPWhitespace().lowercased() }
-        if !codings.isEmpty {
-            return codings.last == "chunked" ? nil : "the upstream's transfer coding is not chunked"
+        let framing = self.framing ?? Framing(self.fields)
+        if let lastCodingIsChunked = framing.lastCodingIsChunked {
+            return lastCodingIsChunked ? nil : "the upstream's transfer coding is not chunked"
         }
-        return self.declaredLength == .invalid ? "the upstream's Content-Length is invalid or conflicting" : nil
+        return framing.declaredLength == .invalid ? "the upstream's Content-Length is invalid or conflicting" : nil
+    }
+
+    /// What a head's `Transfer-Encoding` and `Content-Length` fields say, read in one pass
+    /// over its fields (every response has one, so nothing is built for the common case of
+    /// a single `Content-Length`).
+    private struct Framing {
+        var hasTransferEncoding = false
+        /// Whether the last transfer coding of all `Transfer-Encoding` fields is chunked; nil
+        /// when they list none.
+        var lastCodingIsChunked: Bool?
+        var declaredLength = DeclaredLength.absent
+
+        init(_ fields: [(String, String)]) {
+            var lengths: [String] = []
+            for (name, value) in fields {
+                if name.equalsIgnoringASCIICase("content-length") {
+                    lengths.append(value)
+                } else if name.equalsIgnoringASCIICase("transfer-encoding") {
+                    self.hasTransferEncoding = true
+                    if let last = value.split(separator: ",").last {
+                        self.lastCodingIsChunked = last.trimmingHTTPWhitespace().equalsIgnoringASCIICase("chunked")
+                    }
+                }
+            }
+            if !lengths.isEmpty {
+                switch HTTPGrammar.contentLength(lengths) {
+                case .success(let length): self.declaredLength = .length(length)
+                case .failure: self.declaredLength = .invalid
+                }
+            }
+        }
     }
 }
