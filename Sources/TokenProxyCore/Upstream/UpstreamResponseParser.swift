@@ -154,13 +154,13 @@ struct UpstreamResponseParser: Sendable {
 
     /// Whether the head has a `Transfer-Encoding` field.
     var hasTransferEncoding: Bool {
-        (self.framing ?? Framing(self.fields)).hasTransferEncoding
+        self.currentFraming.hasTransferEncoding
     }
 
     /// The length the `Content-Length` fields declare, each field possibly a list; parsed
     /// by the same rule as a request's (``HTTPGrammar/contentLength(_:)``).
     var declaredLength: DeclaredLength {
-        (self.framing ?? Framing(self.fields)).declaredLength
+        self.currentFraming.declaredLength
     }
 
     /// Why the final head's framing cannot be relayed, or nil when it can (RFC 9112 §6.3):
@@ -168,16 +168,20 @@ struct UpstreamResponseParser: Sendable {
     /// `Content-Length` that is not a single valid number. Such an answer is not relayed;
     /// the client gets 502.
     var framingProblem: String? {
-        let framing = self.framing ?? Framing(self.fields)
+        let framing = self.currentFraming
         if let lastCodingIsChunked = framing.lastCodingIsChunked {
             return lastCodingIsChunked ? nil : "the upstream's transfer coding is not chunked"
         }
         return framing.declaredLength == .invalid ? "the upstream's Content-Length is invalid or conflicting" : nil
     }
 
+    /// The framing read when the head completed, or read now from the fields so far.
+    private var currentFraming: Framing {
+        self.framing ?? Framing(self.fields)
+    }
+
     /// What a head's `Transfer-Encoding` and `Content-Length` fields say, read in one pass
-    /// over its fields (every response has one, so nothing is built for the common case of
-    /// a single `Content-Length`).
+    /// over its fields.
     private struct Framing {
         var hasTransferEncoding = false
         /// Whether the last transfer coding of all `Transfer-Encoding` fields is chunked; nil
