@@ -10,7 +10,8 @@
 #   - scaling: requests/s and p99 at 1, 64, 256 and 1,024 connections;
 #   - CPU time per request at 64 connections: the proxy's, the upstream's and the rest of the
 #     machine's (wrk, the kernel), and beside them libcurl alone (bench/libcurl_floor.c, 64
-#     requests at a time against the same upstream), the floor under any proxy built on it;
+#     requests at a time against the same upstream), the floor under any proxy built on it,
+#     and how long the proxy's threads and the upstream's workers waited for a processor;
 #   - memory: resident memory with 10,000 idle kept-alive client connections, per connection.
 # The machine is assumed shared and noisy: the proxies are measured in turn, measurement by
 # measurement, for ROUNDS rounds, and each figure is the median with the range of the rounds.
@@ -54,8 +55,10 @@ HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
 # idle measurement opens its connections 500 at a time, and a proxy may keep an upstream
 # connection for each it served at once), and room for the rest. Where the hard limit is
 # lower, the proxies get the hard limit, as long as it leaves IDLE + 4,000 (the connections
-# a proxy opens upstream while the idle ones arrive 500 at a time, and its own reserve).
+# a proxy opens upstream while the idle ones arrive 500 at a time, and its own reserve),
+# which is also the least any IDLE gets (the 1,024-connection measurement needs as many).
 DESCRIPTORS=$((2 * IDLE + 1000))
+[ "$DESCRIPTORS" -ge $((IDLE + 4000)) ] || DESCRIPTORS=$((IDLE + 4000))
 hard=$(ulimit -Hn)
 [ "$hard" = unlimited ] || [ "$hard" -ge "$DESCRIPTORS" ] || DESCRIPTORS=$hard
 [ "$DESCRIPTORS" -ge $((IDLE + 4000)) ] || { echo "the descriptor hard limit $hard is below $((IDLE + 4000)); lower IDLE" >&2; exit 2; }
@@ -241,6 +244,15 @@ ticks() {
     done
     echo "$total"
 }
+# The time the threads of a process and its children spent runnable but waiting for a
+# processor, in nanoseconds (the second field of each thread's schedstat); a thread that
+# exits during a measurement takes its share with it.
+waits() {
+    local pid
+    for pid in "$1" $(pgrep -P "$1" || true); do
+        cat /proc/"$pid"/task/*/schedstat 2>/dev/null || true
+    done | awk '{total += $2} END {printf "%.0f\n", total}'
+}
 # The machine's CPU time spent other than idle or stolen by the host, in clock ticks.
 busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 
@@ -254,16 +266,20 @@ cpu="$work/cpu.tsv"
 measure() { # proxy test connections url
     local threads=2 output counted=0 start=() end=()
     [ "$3" = 1 ] && threads=1
-    # At 64 connections to the closing upstream, where each process's CPU time goes.
+    # At 64 connections to the closing upstream, where each process's CPU time goes, and
+    # how long its threads waited for a processor.
     if [ "$2 $3" = "closing 1k 64" ] && [ -n "${PID[$1]:-}" ]; then
         counted=1
-        start=("$(ticks "${PID[$1]}")" "$(ticks "$UPSTREAM_PID")" "$(busy)")
+        start=("$(ticks "${PID[$1]}")" "$(ticks "$UPSTREAM_PID")" "$(busy)" \
+            "$(waits "${PID[$1]}")" "$(waits "$UPSTREAM_PID")")
     fi
     output=$(wrk --latency -t "$threads" -c "$3" -d "${DURATION}s" "$4" 2>&1)
     if [ "$counted" = 1 ]; then
-        end=("$(ticks "${PID[$1]}")" "$(ticks "$UPSTREAM_PID")" "$(busy)")
-        printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$(echo "$output" | awk '/requests in/ {print $1}')" \
-            $((end[0] - start[0])) $((end[1] - start[1])) $((end[2] - start[2])) >> "$cpu"
+        end=("$(ticks "${PID[$1]}")" "$(ticks "$UPSTREAM_PID")" "$(busy)" \
+            "$(waits "${PID[$1]}")" "$(waits "$UPSTREAM_PID")")
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(echo "$output" | awk '/requests in/ {print $1}')" \
+            $((end[0] - start[0])) $((end[1] - start[1])) $((end[2] - start[2])) \
+            $((end[3] - start[3])) $((end[4] - start[4])) >> "$cpu"
     fi
     # Failures: answers other than 2xx/3xx, and wrk's socket errors (connect, read, write,
     # timeout), so that a proxy answering quick 502s does not look fast.
@@ -279,12 +295,12 @@ measure() { # proxy test connections url
 # upstream: its own CPU time per request (from getrusage), the upstream's and the rest.
 measure_libcurl() {
     local start end output requests=$((DURATION * 8000))
-    start=("$(ticks "$UPSTREAM_PID")" "$(busy)")
+    start=("$(ticks "$UPSTREAM_PID")" "$(busy)" "$(waits "$UPSTREAM_PID")")
     output=$("$work/libcurl_floor" "https://127.0.0.1:$UPSTREAM_CLOSING/1k" "$work/ca.pem" "$requests" 64)
-    end=("$(ticks "$UPSTREAM_PID")" "$(busy)")
-    printf '%s\t%s\t%s\t%s\t%s\n' "libcurl alone" "$requests" \
+    end=("$(ticks "$UPSTREAM_PID")" "$(busy)" "$(waits "$UPSTREAM_PID")")
+    printf '%s\t%s\t%s\t%s\t%s\t\t%s\n' "libcurl alone" "$requests" \
         "$(echo "$output" | sed -n 's/.*CPU \([0-9.]*\) us.*/\1/p')" \
-        $((end[0] - start[0])) $((end[1] - start[1])) >> "$cpu"
+        $((end[0] - start[0])) $((end[1] - start[1])) $((end[2] - start[2])) >> "$cpu"
 }
 tests=("closing 1k 1" "closing 1k 64" "keeping 1k 64" "closing 1k 256" "closing 1k 1024" "keeping 8m 1")
 for round in $(seq "$ROUNDS"); do
@@ -387,8 +403,11 @@ print()
 # CPU per request in microseconds: the proxy's (libcurl alone: its own, in microseconds
 # already), the upstream's, and the rest of the machine's busy time (wrk, the kernel).
 usage = {}
+# Time waiting for a processor per request, in microseconds: the proxy's threads (none
+# measured for libcurl alone) and the upstream's workers.
+waiting = {}
 for line in open(cpu):
-    name, requests, own, upstream, machine = line.rstrip("\n").split("\t")
+    name, requests, own, upstream, machine, own_wait, upstream_wait = line.rstrip("\n").split("\t")
     requests, upstream, machine = int(requests or 0), int(upstream), int(machine)
     if requests <= 0:
         continue
@@ -396,6 +415,8 @@ for line in open(cpu):
     own = float(own) if name == "libcurl alone" else int(own) * per_tick
     rest = machine * per_tick - own - upstream * per_tick
     usage.setdefault(name, []).append((own, upstream * per_tick, rest))
+    waiting.setdefault(name, []).append(
+        (int(own_wait) / 1000 / requests if own_wait else None, int(upstream_wait) / 1000 / requests))
 print("| 64 connections, upstream closes after 1,000: CPU per request, us | the proxy | the upstream | the rest of the machine | all |")
 print("|---|---|---|---|---|")
 for name in proxies + ["libcurl alone"]:
@@ -409,6 +430,19 @@ for name in proxies + ["libcurl alone"]:
     cells.append(f"{statistics.median(sum(v) for v in values):.0f}")
     print(f"| {name} | " + " | ".join(cells) + " |")
 print("(libcurl alone: bench/libcurl_floor.c, 64 requests at a time, no clients to serve)")
+print()
+print("| 64 connections, upstream closes after 1,000: waiting for a processor per request, us | the proxy's threads | the upstream's workers |")
+print("|---|---|---|")
+for name in proxies + ["libcurl alone"]:
+    values = waiting.get(name, [])
+    if not values:
+        continue
+    cells = []
+    for field in range(2):
+        column = [v[field] for v in values if v[field] is not None]
+        cells.append(f"{statistics.median(column):.0f} ({min(column):.0f}-{max(column):.0f})" if column else "-")
+    print(f"| {name} | " + " | ".join(cells) + " |")
+print("(time runnable but not running, from each thread's /proc schedstat)")
 print()
 print("| idle kept-alive client connections | opened | RSS before MiB | RSS with them MiB | bytes per connection |")
 print("|---|---|---|---|---|")
