@@ -82,44 +82,6 @@ struct SerialContextTests {
         #expect(Self.values(bound) == [0, 1, 2, 3, 4])
     }
 
-    @Test func queueHandlersLeaveWorkBehindAHolderInsteadOfWaiting() {
-        let queue = DispatchQueue(label: "test.context.backlog")
-        let context = SerialContext(queue: queue)
-        let bound = QueueBound(OrderLog(), context: context)
-
-        // Held elsewhere: the handler leaves its work and returns, so the queue moves on.
-        let holder = GateHolder(context)
-        bound.execute { $0.append(1) }
-        let queueMovedOn = DispatchSemaphore(value: 0)
-        queue.async { queueMovedOn.signal() }
-        guard queueMovedOn.wait(timeout: .now() + 30) == .success else {
-            Issue.record("the queue waited for the gate's holder")
-            holder.release()
-            return
-        }
-
-        // A later handler that runs before the backlog does must queue behind it, even with
-        // the gate free by then.
-        let queueBlocked = DispatchSemaphore(value: 0)
-        let unblockQueue = DispatchSemaphore(value: 0)
-        queue.async {
-            queueBlocked.signal()
-            unblockQueue.wait()
-        }
-        queueBlocked.wait()
-        bound.execute { $0.append(2) }
-        holder.release()
-        #expect(eventually { context.runIfIdle {} })
-        #expect(Self.values(bound) == [])
-
-        unblockQueue.signal()
-        queue.sync {}
-        #expect(Self.values(bound) == [1, 2])
-        bound.execute { $0.append(3) }
-        queue.sync {}
-        #expect(Self.values(bound) == [1, 2, 3])
-    }
-
     /// The log's entries, read holding its context; nil when the context is taken.
     private static func values(_ bound: QueueBound<OrderLog>) -> [Int]? {
         var values: [Int]?
