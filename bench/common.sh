@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# Shared by bench/run.sh, bench/compare.sh and bench/libcurl-floor.sh (sourced, not run): a
-# scratch folder removed at exit together with the processes listed in `pids`, a CA with a
-# server certificate for 127.0.0.1 and localhost in it, and a local HTTPS upstream.
+# Shared by the scripts of bench/ and scripts/startup-order.sh (sourced, not run): a scratch
+# folder removed at exit together with the processes listed in `pids`, a CA with a server
+# certificate for 127.0.0.1 and localhost in it, a local HTTPS upstream, and the
+# configurations of tokenproxy and of nginx as the proxies measured.
 
 # Makes the scratch folder `work` (named after $1) and the cleanup that stops `pids`.
 bench_scratch() {
@@ -60,4 +61,69 @@ CONF
         (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return
         sleep 0.1
     done
+}
+
+# Writes the tokenproxy configuration file $1 that the benches run: listening on
+# 127.0.0.1:$2, at most $3 client connections, a static token from BENCH_TOKEN, and for each
+# PREFIX=PORT that follows a route to the HTTPS upstream 127.0.0.1:PORT, verified against
+# the bench's CA.
+bench_tokenproxy_config() {
+    local file=$1 port=$2 connections=$3 route routes=""
+    shift 3
+    for route in "$@"; do
+        routes+="${routes:+,$'\n'}    {\"path_prefix\": \"${route%%=*}\", \"upstream\": \"https://127.0.0.1:${route#*=}\", \"provider\": \"bench\", \"ca_file\": \"$work/ca.pem\"}"
+    done
+    cat > "$file" <<CONF
+{
+  "listen": "127.0.0.1:$port",
+  "token_store": "memory",
+  "limits": {"max_connections": $connections},
+  "providers": {"bench": {"grant": "static", "token": {"env": "BENCH_TOKEN"}}},
+  "routes": [
+$routes
+  ]
+}
+CONF
+}
+
+# Writes $work/nginx/nginx.conf, nginx as a proxy beside tokenproxy: listening on
+# 127.0.0.1:$1 with $2 descriptors per worker, adding the same Authorization header, and
+# for each PREFIX=PORT that follows (PREFIX ending in /) passing PREFIX's requests, PREFIX
+# replaced by /, to the HTTPS upstream 127.0.0.1:PORT, verified, keeping up to 64 idle
+# upstream connections per worker; logs off, buffering off.
+bench_nginx_proxy_config() {
+    local port=$1 descriptors=$2 route name user="" upstreams="" locations=""
+    shift 2
+    [ "$(id -u)" = 0 ] && user="user root;"
+    for route in "$@"; do
+        name=upstream_${route#*=}
+        upstreams+="  upstream $name { server 127.0.0.1:${route#*=}; keepalive 64; }"$'\n'
+        locations+="    location ${route%%=*} { proxy_pass https://$name/; }"$'\n'
+    done
+    mkdir -p "$work/nginx"
+    cat > "$work/nginx/nginx.conf" <<CONF
+$user
+worker_processes auto;
+worker_rlimit_nofile $descriptors;
+events { worker_connections $descriptors; }
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+http {
+  access_log off;
+  client_body_temp_path $work/nginx/b; proxy_temp_path $work/nginx/p; fastcgi_temp_path $work/nginx/f;
+  uwsgi_temp_path $work/nginx/u; scgi_temp_path $work/nginx/s;
+  keepalive_requests 100000000;
+$upstreams  proxy_http_version 1.1;
+  proxy_set_header Connection "";
+  proxy_set_header Authorization "Bearer bench-token";
+  proxy_ssl_verify on;
+  proxy_ssl_trusted_certificate $work/ca.pem;
+  proxy_ssl_name localhost;
+  proxy_ssl_session_reuse on;
+  proxy_buffering off;
+  server {
+    listen 127.0.0.1:$port;
+$locations  }
+}
+CONF
 }

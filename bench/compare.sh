@@ -48,15 +48,7 @@ declare -A PID
 for side in old new; do
     port=$OLD_PORT binary=$OLD
     [ "$side" = new ] && port=$NEW_PORT binary=$NEW
-    cat > "$work/$side.json" <<CONF
-{
-  "listen": "127.0.0.1:$port",
-  "token_store": "memory",
-  "limits": {"max_connections": 4096},
-  "providers": {"bench": {"grant": "static", "token": {"env": "BENCH_TOKEN"}}},
-  "routes": [{"path_prefix": "/", "upstream": "https://127.0.0.1:$UPSTREAM_PORT", "provider": "bench", "ca_file": "$work/ca.pem"}]
-}
-CONF
+    bench_tokenproxy_config "$work/$side.json" "$port" 4096 "/=$UPSTREAM_PORT"
     BENCH_TOKEN=bench-token "$binary" serve --config "$work/$side.json" --log-level warning & pids+=($!)
     PID[$side]=$!
 done

@@ -103,34 +103,7 @@ http {
 }
 CONF
 
-cat > "$work/nginx/nginx.conf" <<CONF
-$user
-worker_processes auto;
-worker_rlimit_nofile $DESCRIPTORS;
-events { worker_connections $DESCRIPTORS; }
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log warn;
-http {
-  access_log off;
-  $(temps "$work/nginx")
-  keepalive_requests 100000000;
-  upstream closing { server 127.0.0.1:$UPSTREAM_CLOSING; keepalive 64; }
-  upstream keeping { server 127.0.0.1:$UPSTREAM_KEEPING; keepalive 64; }
-  proxy_http_version 1.1;
-  proxy_set_header Connection "";
-  proxy_set_header Authorization "Bearer bench-token";
-  proxy_ssl_verify on;
-  proxy_ssl_trusted_certificate $work/ca.pem;
-  proxy_ssl_name localhost;
-  proxy_ssl_session_reuse on;
-  proxy_buffering off;
-  server {
-    listen 127.0.0.1:${PORT[nginx]};
-    location /closing/ { proxy_pass https://closing/; }
-    location /keeping/ { proxy_pass https://keeping/; }
-  }
-}
-CONF
+bench_nginx_proxy_config "${PORT[nginx]}" "$DESCRIPTORS" "/closing/=$UPSTREAM_CLOSING" "/keeping/=$UPSTREAM_KEEPING"
 
 cat > "$work/haproxy.cfg" <<CONF
 global
@@ -187,18 +160,8 @@ http://127.0.0.1:${PORT[caddy]} {
 }
 CONF
 
-cat > "$work/proxy.json" <<CONF
-{
-  "listen": "127.0.0.1:${PORT[tokenproxy]}",
-  "token_store": "memory",
-  "limits": {"max_connections": $((IDLE + 1000))},
-  "providers": {"bench": {"grant": "static", "token": {"env": "BENCH_TOKEN"}}},
-  "routes": [
-    {"path_prefix": "/closing", "upstream": "https://127.0.0.1:$UPSTREAM_CLOSING", "provider": "bench", "ca_file": "$work/ca.pem"},
-    {"path_prefix": "/keeping", "upstream": "https://127.0.0.1:$UPSTREAM_KEEPING", "provider": "bench", "ca_file": "$work/ca.pem"}
-  ]
-}
-CONF
+bench_tokenproxy_config "$work/proxy.json" "${PORT[tokenproxy]}" $((IDLE + 1000)) \
+    "/closing=$UPSTREAM_CLOSING" "/keeping=$UPSTREAM_KEEPING"
 
 "$NGINX" -p "$work/upstream" -c "$work/upstream/nginx.conf" -g 'daemon off;' & pids+=($!)
 UPSTREAM_PID=$!

@@ -45,46 +45,11 @@ bench_certificates
 bench_upstream "$UPSTREAM_PORT" 100000000
 UPSTREAM_PID=$(pgrep -f "nginx: master process $NGINX -p $work/upstream" | head -1)
 
-user=""
-[ "$(id -u)" = 0 ] && user="user root;"
-mkdir -p "$work/nginx"
-cat > "$work/nginx/nginx.conf" <<CONF
-$user
-worker_processes auto;
-events { worker_connections 4096; }
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log warn;
-http {
-  access_log off;
-  client_body_temp_path $work/nginx/b; proxy_temp_path $work/nginx/p; fastcgi_temp_path $work/nginx/f;
-  uwsgi_temp_path $work/nginx/u; scgi_temp_path $work/nginx/s;
-  keepalive_requests 100000000;
-  upstream closing { server 127.0.0.1:$UPSTREAM_PORT; keepalive 64; }
-  proxy_http_version 1.1;
-  proxy_set_header Connection "";
-  proxy_set_header Authorization "Bearer bench-token";
-  proxy_ssl_verify on;
-  proxy_ssl_trusted_certificate $work/ca.pem;
-  proxy_ssl_name localhost;
-  proxy_ssl_session_reuse on;
-  proxy_buffering off;
-  server {
-    listen 127.0.0.1:${PORT[nginx]};
-    location / { proxy_pass https://closing/; }
-  }
-}
-CONF
+bench_nginx_proxy_config "${PORT[nginx]}" 4096 "/=$UPSTREAM_PORT"
 declare -A PID
 "$NGINX" -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' & pids+=($!)
 PID[nginx]=$!
-cat > "$work/tokenproxy.json" <<CONF
-{
-  "listen": "127.0.0.1:${PORT[tokenproxy]}",
-  "token_store": "memory",
-  "providers": {"bench": {"grant": "static", "token": {"env": "BENCH_TOKEN"}}},
-  "routes": [{"path_prefix": "/", "upstream": "https://127.0.0.1:$UPSTREAM_PORT", "provider": "bench", "ca_file": "$work/ca.pem"}]
-}
-CONF
+bench_tokenproxy_config "$work/tokenproxy.json" "${PORT[tokenproxy]}" 4096 "/=$UPSTREAM_PORT"
 BENCH_TOKEN=bench-token "$TOKENPROXY" serve --config "$work/tokenproxy.json" --log-level warning & pids+=($!)
 PID[tokenproxy]=$!
 for proxy in "${PROXIES[@]}"; do
