@@ -380,16 +380,16 @@ for line in open(cpu):
     usage.setdefault(name, []).append((own, upstream * per_tick, rest))
     waiting.setdefault(name, []).append(
         (int(own_wait) / 1000 / requests if own_wait else None, int(upstream_wait) / 1000 / requests))
+def spread(column):
+    return f"{statistics.median(column):.0f} ({min(column):.0f}-{max(column):.0f})"
+
 print("| 64 connections, upstream closes after 1,000: CPU per request, us | the proxy | the upstream | the rest of the machine | all |")
 print("|---|---|---|---|---|")
 for name in proxies + ["libcurl alone"]:
     values = usage.get(name, [])
     if not values:
         continue
-    cells = []
-    for field in range(3):
-        column = [v[field] for v in values]
-        cells.append(f"{statistics.median(column):.0f} ({min(column):.0f}-{max(column):.0f})")
+    cells = [spread([v[field] for v in values]) for field in range(3)]
     cells.append(f"{statistics.median(sum(v) for v in values):.0f}")
     print(f"| {name} | " + " | ".join(cells) + " |")
 print("(libcurl alone: bench/libcurl_floor.c, 64 requests at a time, no clients to serve)")
@@ -400,10 +400,8 @@ for name in proxies + ["libcurl alone"]:
     values = waiting.get(name, [])
     if not values:
         continue
-    cells = []
-    for field in range(2):
-        column = [v[field] for v in values if v[field] is not None]
-        cells.append(f"{statistics.median(column):.0f} ({min(column):.0f}-{max(column):.0f})" if column else "-")
+    columns = ([v[field] for v in values if v[field] is not None] for field in range(2))
+    cells = [spread(column) if column else "-" for column in columns]
     print(f"| {name} | " + " | ".join(cells) + " |")
 print("(time runnable but not running, from each thread's /proc schedstat)")
 print()
