@@ -28,25 +28,35 @@ bench_certificates() {
         -out "$work/server.pem" -days 2 -extfile "$work/server.ext" 2>/dev/null
 }
 
+# The lines every nginx of the benches has, for an nginx whose files live in $1. In the main
+# context: the user (started as root, nginx would otherwise run its workers as nobody, who
+# cannot read the scratch folder), the pid file and the error log. In the http context: no
+# access log, and the temporary files in $1.
+bench_nginx_main() {
+    [ "$(id -u)" = 0 ] && echo "user root;"
+    printf 'pid %s/nginx.pid;\nerror_log %s/error.log warn;\n' "$1" "$1"
+}
+
+bench_nginx_http() {
+    printf '  access_log off;\n'
+    printf '  client_body_temp_path %s/b; proxy_temp_path %s/p; fastcgi_temp_path %s/f;\n' "$1" "$1" "$1"
+    printf '  uwsgi_temp_path %s/u; scgi_temp_path %s/s;\n' "$1" "$1"
+}
+
 # Starts a local HTTPS nginx on 127.0.0.1:$1 serving $work/www/1k (1 KiB), closing a
 # kept-alive connection after $2 requests, and waits until it accepts connections.
 bench_upstream() {
-    local port=$1 keepalive_requests=$2 nginx user=""
+    local port=$1 keepalive_requests=$2 nginx
     nginx=$(command -v nginx || echo /usr/sbin/nginx)
     [ -x "$nginx" ] || { echo "nginx is needed (apt-get install nginx-light)" >&2; exit 2; }
     mkdir -p "$work/www" "$work/upstream"
     head -c 1024 /dev/zero | tr '\0' 'a' > "$work/www/1k"
-    [ "$(id -u)" = 0 ] && user="user root;"
     cat > "$work/upstream/nginx.conf" <<CONF
-$user
+$(bench_nginx_main "$work/upstream")
 worker_processes auto;
 events { worker_connections 4096; }
-pid $work/upstream/nginx.pid;
-error_log $work/upstream/error.log warn;
 http {
-  access_log off;
-  client_body_temp_path $work/upstream/b; proxy_temp_path $work/upstream/p; fastcgi_temp_path $work/upstream/f;
-  uwsgi_temp_path $work/upstream/u; scgi_temp_path $work/upstream/s;
+$(bench_nginx_http "$work/upstream")
   keepalive_requests $keepalive_requests;
   server {
     listen 127.0.0.1:$port ssl;
@@ -92,9 +102,8 @@ CONF
 # replaced by /, to the HTTPS upstream 127.0.0.1:PORT, verified, keeping up to 64 idle
 # upstream connections per worker; logs off, buffering off.
 bench_nginx_proxy_config() {
-    local port=$1 descriptors=$2 route name user="" upstreams="" locations=""
+    local port=$1 descriptors=$2 route name upstreams="" locations=""
     shift 2
-    [ "$(id -u)" = 0 ] && user="user root;"
     for route in "$@"; do
         name=upstream_${route#*=}
         upstreams+="  upstream $name { server 127.0.0.1:${route#*=}; keepalive 64; }"$'\n'
@@ -102,16 +111,12 @@ bench_nginx_proxy_config() {
     done
     mkdir -p "$work/nginx"
     cat > "$work/nginx/nginx.conf" <<CONF
-$user
+$(bench_nginx_main "$work/nginx")
 worker_processes auto;
 worker_rlimit_nofile $descriptors;
 events { worker_connections $descriptors; }
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log warn;
 http {
-  access_log off;
-  client_body_temp_path $work/nginx/b; proxy_temp_path $work/nginx/p; fastcgi_temp_path $work/nginx/f;
-  uwsgi_temp_path $work/nginx/u; scgi_temp_path $work/nginx/s;
+$(bench_nginx_http "$work/nginx")
   keepalive_requests 100000000;
 $upstreams  proxy_http_version 1.1;
   proxy_set_header Connection "";

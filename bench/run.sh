@@ -79,22 +79,13 @@ bench_certificates
 mkdir -p "$work/www" "$work/upstream" "$work/nginx" "$work/caddy"
 head -c 1024 /dev/zero | tr '\0' 'a' > "$work/www/1k"
 head -c $((8 * 1024 * 1024)) /dev/urandom > "$work/www/8m"
-user=""
-[ "$(id -u)" = 0 ] && user="user root;"
-temps() {
-    echo "client_body_temp_path $1/b; proxy_temp_path $1/p; fastcgi_temp_path $1/f; uwsgi_temp_path $1/u;
-          scgi_temp_path $1/s;"
-}
 
 cat > "$work/upstream/nginx.conf" <<CONF
-$user
+$(bench_nginx_main "$work/upstream")
 worker_processes auto;
 events { worker_connections 8192; }
-pid $work/upstream/nginx.pid;
-error_log $work/upstream/error.log warn;
 http {
-  access_log off;
-  $(temps "$work/upstream")
+$(bench_nginx_http "$work/upstream")
   ssl_certificate $work/server.pem;
   ssl_certificate_key $work/server.key;
   root $work/www;
