@@ -29,5 +29,12 @@ if [ "$order" != none ]; then
     [ -f "$order" ] || { echo "build-release.sh: $order is missing" >&2; exit 2; }
     flags+=(-Xlinker "--symbol-ordering-file=$order" -Xlinker --no-warn-symbol-ordering)
 fi
+# SwiftPM relinks only when an input it tracks changes, and the ordering file is not one:
+# after scripts/startup-order.sh writes a new list, remove the binary so that it is linked
+# again in the new order.
+binary="$(swift build "${flags[@]}" --show-bin-path)/tokenproxy"
+if [ "$order" != none ] && [ -f "$binary" ] && [ "$order" -nt "$binary" ]; then
+    rm -f "$binary"
+fi
 swift build "${flags[@]}" >&2
 echo "$(swift build "${flags[@]}" --show-bin-path)/tokenproxy"

@@ -38,6 +38,43 @@ struct UpstreamResponseParserTests {
         #expect(head.contentLength == nil)
     }
 
+    @Test func aConnectionFieldListingOnlyHopByHopNamesDropsNothingElse() throws {
+        let head = try self.parse([
+            "HTTP/1.1 200 OK", "Connection: , keep-alive ,close", "X-Kept: yes", "Server: nginx",
+        ])
+        #expect(head.headers.map(\.name) == ["X-Kept", "Server"])
+        let named = try self.parse(["HTTP/1.1 200 OK", "X-Private: 1", "connection: close,\tx-private ", "X-Kept: yes"])
+        #expect(named.headers.map(\.name) == ["X-Kept"])
+    }
+
+    @Test func aFoldedLineIsJoinedAndAValueWithAControlCharacterDropped() throws {
+        let head = try self.parse(["HTTP/1.1 200 OK", "X-Folded: one", " \t two ", "X-Bad: a\u{01}b", "X-Kept: yes"])
+        #expect(head.headers == HTTPHeaders([("X-Folded", "one two"), ("X-Kept", "yes")]))
+    }
+
+    @Test func aLocationOnTheUpstreamsOriginIsRewrittenAndOthersAreRelayedAsTheyCame() throws {
+        var parser = UpstreamResponseParser()
+        for line in ["HTTP/1.1 302 Found\r\n", "Location: https://api.example.com/v3/x/y\r\n"] {
+            #expect(parser.line(line) == .pending)
+        }
+        // obs-text in a value (RFC 9110 §5.5) goes on byte for byte.
+        let latin1: [UInt8] = Array("X-Name: caf".utf8) + [0xE9] + Array("\r\n".utf8)
+        #expect(latin1.withUnsafeBytes { parser.line(bytes: $0) } == .pending)
+        #expect(parser.line("\r\n") == .complete)
+        let match = self.match
+        let base = try self.base
+        let head = parser.head(requestIsHead: false) { LocationRewrite.rewrite($0, match: match, base: base) }
+        #expect(
+            head.headers.first("Location")
+                == LocationRewrite.rewrite("https://api.example.com/v3/x/y", match: match, base: base)
+        )
+        var value: [UInt8] = []
+        head.headers.forEachField { name, bytes in
+            if HTTPHeaders.name(name, equals: "x-name") { value = Array(bytes) }
+        }
+        #expect(value == Array("caf".utf8) + [0xE9])
+    }
+
     @Test func interimResponsesAreSkipped() {
         var parser = UpstreamResponseParser()
         #expect(parser.line("HTTP/1.1 100 Continue\r\n") == .pending)

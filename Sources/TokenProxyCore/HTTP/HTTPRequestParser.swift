@@ -161,12 +161,16 @@ package struct HTTPRequestParser: Sendable {
                 guard head.headers.count < self.limits.maxHeaderCount else {
                     return self.fail(.headersTooLarge, "more than \(self.limits.maxHeaderCount) header fields")
                 }
-                switch HeaderFieldParser.parse(UnsafeBufferPointer(rebasing: input[..<end])) {
+                let line = UnsafeBufferPointer(rebasing: input[..<end])
+                switch HeaderFieldParser.parse(line) {
                 case .failure(let error):
                     self.state = .failed(error)
                     return (.yield(.failed(error)), 0)
                 case .success(let field):
-                    head.headers.add(name: field.name, value: field.value)
+                    head.headers.add(
+                        name: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: line[field.name])),
+                        value: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: line[field.value]))
+                    )
                     head.headerBytes += next
                     self.state = .headerLines(head)
                     return (.again, next)

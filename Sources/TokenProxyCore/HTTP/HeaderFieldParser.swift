@@ -1,6 +1,15 @@
 /// Parses `field-name ":" OWS field-value OWS` (RFC 9112 §5).
 enum HeaderFieldParser {
-    static func parse(_ line: UnsafeBufferPointer<UInt8>) -> Result<HTTPHeaders.Field, ProxyError> {
+    /// Where a field's name and value lie in the line it was parsed from.
+    struct Field: Equatable {
+        /// The name's bytes: a token.
+        var name: Range<Int>
+        /// The value's bytes, without surrounding whitespace: no control character but HTAB,
+        /// valid UTF-8.
+        var value: Range<Int>
+    }
+
+    static func parse(_ line: UnsafeBufferPointer<UInt8>) -> Result<Field, ProxyError> {
         guard let first = line.first, first != UInt8(ascii: " "), first != UInt8(ascii: "\t") else {
             // RFC 9112 §5.2: obs-fold is rejected with 400 outside message/http.
             return .failure(ProxyError(.badRequest, "obsolete line folding in a header"))
@@ -24,14 +33,9 @@ enum HeaderFieldParser {
         guard HTTPGrammar.isValidFieldValue(valueBytes) else {
             return .failure(ProxyError(.badRequest, "control character in a header value"))
         }
-        let value: String
-        if valueBytes.allSatisfy({ $0 < 0x80 }) {
-            value = String(decoding: valueBytes, as: UTF8.self)
-        } else if let decoded = String(validating: valueBytes, as: UTF8.self) {
-            value = decoded
-        } else {
+        guard valueBytes.allSatisfy({ $0 < 0x80 }) || String(validating: valueBytes, as: UTF8.self) != nil else {
             return .failure(ProxyError(.badRequest, "header value is not valid UTF-8"))
         }
-        return .success(HTTPHeaders.Field(name: String(decoding: name, as: UTF8.self), value: value))
+        return .success(Field(name: line.startIndex..<colon, value: start..<end))
     }
 }

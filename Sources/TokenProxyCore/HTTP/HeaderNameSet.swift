@@ -2,12 +2,13 @@
 /// of a length no member has are turned away by one bit test, which is most of the fields
 /// of most messages.
 struct HeaderNameSet: Sendable {
-    private let names: [String]
+    /// The members as bytes.
+    private let names: [[UInt8]]
     /// Bit n is set when a member is n bytes long (names of 64 bytes or more share bit 63).
     private let lengths: UInt64
 
     init(_ names: [String]) {
-        self.names = names
+        self.names = names.map { Array($0.utf8) }
         self.lengths = names.reduce(0) { $0 | Self.bit($1.utf8.count) }
     }
 
@@ -18,6 +19,15 @@ struct HeaderNameSet: Sendable {
     /// Whether `name` is a member, ignoring ASCII case.
     func contains(_ name: some StringProtocol) -> Bool {
         guard self.lengths & Self.bit(name.utf8.count) != 0 else { return false }
-        return self.names.contains { name.equalsIgnoringASCIICase($0) }
+        if let found = name.utf8.withContiguousStorageIfAvailable({ self.contains($0) }) {
+            return found
+        }
+        return Array(name.utf8).withUnsafeBufferPointer { self.contains($0) }
+    }
+
+    /// Whether the name held as `bytes` is a member, ignoring ASCII case.
+    func contains(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard self.lengths & Self.bit(bytes.count) != 0 else { return false }
+        return self.names.contains { ASCII.equalsIgnoringCase(bytes, $0) }
     }
 }

@@ -64,18 +64,20 @@ struct ResponseEncoder: Sendable {
         bytes.append(UInt8(ascii: " "))
         bytes.append(contentsOf: (head.reason ?? ReasonPhrase.for(head.status)).utf8)
         bytes.append(contentsOf: "\r\n".utf8)
-        for field in head.headers {
+        head.headers.forEachField { name, value in
             // Field names and values come from the upstream or our own code; anything that could
             // split the header section is dropped rather than sent (RFC 9110 §5.5).
             guard
                 head.fieldsChecked
-                    || (HTTPGrammar.isToken(field.name) && HTTPGrammar.isValidFieldValue(field.value.utf8)
-                        && !Self.framingHeaders.contains(field.name))
-            else { continue }
-            bytes.append(contentsOf: field.name.utf8)
-            bytes.append(contentsOf: ": ".utf8)
-            bytes.append(contentsOf: field.value.utf8)
-            bytes.append(contentsOf: "\r\n".utf8)
+                    || (HTTPGrammar.isToken(name) && HTTPGrammar.isValidFieldValue(value)
+                        && !Self.framingHeaders.contains(name))
+            else { return }
+            bytes.append(contentsOf: name)
+            bytes.append(UInt8(ascii: ":"))
+            bytes.append(UInt8(ascii: " "))
+            bytes.append(contentsOf: value)
+            bytes.append(UInt8(ascii: "\r"))
+            bytes.append(UInt8(ascii: "\n"))
         }
         switch self.framing {
         case .contentLength:

@@ -43,7 +43,7 @@ package enum UpstreamRequestBuilder {
         headers.removeAll { name in
             UpstreamRequest.hopByHop.contains(name) || Self.forwarded.contains(name)
                 || Self.pathOverrides.contains(name)
-                || named.contains { name.equalsIgnoringASCIICase($0) }
+                || named.contains { HTTPHeaders.name(name, equals: $0) }
         }
 
         // X-Forwarded-For accumulates; Proto and Host describe this hop only.

@@ -202,18 +202,19 @@ package final class CurlTransfer: @unchecked Sendable {
         var list: UnsafeMutablePointer<curl_slist>?
         var line: [UInt8] = []
         line.reserveCapacity(256)
-        for field in self.request.headers {
+        self.request.headers.forEachField { name, value in
             // Names and values were checked by the parser; check again at the boundary, since
             // a CR, LF or NUL here would split the upstream request.
-            guard HTTPGrammar.isToken(field.name), HTTPGrammar.isValidFieldValue(field.value.utf8) else { continue }
+            guard HTTPGrammar.isToken(name), HTTPGrammar.isValidFieldValue(value) else { return }
             // "Name:" would tell libcurl to drop the field; "Name;" sends it empty.
             line.removeAll(keepingCapacity: true)
-            line.append(contentsOf: field.name.utf8)
-            if field.value.isEmpty {
+            line.append(contentsOf: name)
+            if value.isEmpty {
                 line.append(UInt8(ascii: ";"))
             } else {
-                line.append(contentsOf: ": ".utf8)
-                line.append(contentsOf: field.value.utf8)
+                line.append(UInt8(ascii: ":"))
+                line.append(UInt8(ascii: " "))
+                line.append(contentsOf: value)
             }
             line.append(0)
             list = line.withUnsafeBufferPointer { bytes in

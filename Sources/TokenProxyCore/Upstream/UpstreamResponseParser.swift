@@ -12,7 +12,7 @@ struct UpstreamResponseParser: Sendable {
 
     private var status: Int?
     private var reason: String?
-    private var fields: [(String, String)] = []
+    private var fields = HTTPHeaders()
     private(set) var headComplete = false
     /// The final head's framing, read once when it completes.
     private var framing: Framing?
@@ -43,7 +43,9 @@ struct UpstreamResponseParser: Sendable {
             end -= 1
         }
         let line = UnsafeRawBufferPointer(rebasing: raw[0..<end])
-        if line.starts(with: "HTTP/".utf8) {
+        if line.count >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"), line[2] == UInt8(ascii: "T"),
+            line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/")
+        {
             // A new status line: an interim head before this one is forgotten.
             guard let space = line.firstIndex(of: UInt8(ascii: " ")) else { return .invalid }
             let afterSpace = line[(space + 1)...]
@@ -60,7 +62,7 @@ struct UpstreamResponseParser: Sendable {
             self.reason = reason.flatMap {
                 HTTPGrammar.isValidFieldValue($0) ? String(decoding: $0, as: UTF8.self) : nil
             }
-            self.fields = []
+            self.fields = HTTPHeaders()
             self.framing = nil
             return .pending
         }
@@ -68,7 +70,7 @@ struct UpstreamResponseParser: Sendable {
         if line.isEmpty {
             if (100..<200).contains(status) {
                 self.status = nil
-                self.fields = []
+                self.fields = HTTPHeaders()
                 return .interim
             }
             self.headComplete = true
@@ -77,41 +79,45 @@ struct UpstreamResponseParser: Sendable {
         }
         if line[0] == UInt8(ascii: " ") || line[0] == UInt8(ascii: "\t") {
             // obs-fold from an old upstream: join it to the previous value (RFC 9112 §5.2).
-            guard !self.fields.isEmpty else { return .invalid }
-            self.fields[self.fields.count - 1].1 += " " + Self.trimmed(line[...])
+            guard self.fields.count > 0 else { return .invalid }
+            let folded = [UInt8(ascii: " ")] + Self.trimmed(line[...])
+            folded.withUnsafeBytes { self.fields.appendToLastValue($0) }
             return .pending
         }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")), HTTPGrammar.isToken(line[..<colon]) else {
             return .invalid
         }
-        if self.fields.capacity == 0 {
+        if self.fields.count == 0 {
             // Room for a typical head at once rather than growing field by field.
             self.fields.reserveCapacity(16)
         }
-        self.fields.append((String(decoding: line[..<colon], as: UTF8.self), Self.trimmed(line[(colon + 1)...])))
+        self.fields.add(
+            name: UnsafeRawBufferPointer(rebasing: line[..<colon]),
+            value: Self.trimmed(line[(colon + 1)...])
+        )
         return .pending
     }
 
-    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
+    /// `bytes` without surrounding spaces and tabs (RFC 9110 OWS).
+    private static func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> UnsafeRawBufferPointer {
         var start = bytes.startIndex
         var end = bytes.endIndex
         while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
         while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
-        return String(decoding: bytes[start..<end], as: UTF8.self)
+        return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
     }
 
     /// The head to send to the client. `rewriteLocation`, when given, maps a `Location` value
     /// (the proxy's routes know how upstream URLs map back onto the proxy).
     func head(requestIsHead: Bool, rewriteLocation: (@Sendable (String) -> String)?) -> HTTPResponseHead {
         let status = self.status ?? 502
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(self.fields.count)
         // Field names the upstream's Connection header lists are hop-by-hop too (RFC 9110
-        // §7.6.1). Most answers have none, so nothing is built for them.
-        var connectionNamed: [Substring] = []
-        for (name, value) in self.fields where name.equalsIgnoringASCIICase("connection") {
-            for option in value.split(separator: ",") {
-                connectionNamed.append(Substring(option.trimmingHTTPWhitespace()))
+        // §7.6.1). Most answers list none but `keep-alive` or `close`, so the per-field check
+        // is needed only when one lists another name.
+        var namesOthers = false
+        self.fields.forEachField { name, value in
+            if !namesOthers, HTTPHeaders.name(name, equals: "connection") {
+                namesOthers = HTTPGrammar.listHasElement(value) { !Self.hopByHop.contains($0) && !Self.isClose($0) }
             }
         }
         // Transfer-Encoding wins over Content-Length (RFC 9112 §6.3 rule 3): libcurl decodes
@@ -120,17 +126,19 @@ struct UpstreamResponseParser: Sendable {
         if !self.hasTransferEncoding, case .length(let length) = self.declaredLength {
             contentLength = length
         }
-        for (name, value) in self.fields {
-            if name.equalsIgnoringASCIICase("content-length") {
-                continue
-            }
-            guard !Self.hopByHop.contains(name), !connectionNamed.contains(where: { name.equalsIgnoringASCIICase($0) }),
-                HTTPGrammar.isValidFieldValue(value.utf8)
-            else { continue }
-            if let rewriteLocation, name.equalsIgnoringASCIICase("location") {
-                headers.add(name: name, value: rewriteLocation(value))
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(self.fields.count)
+        self.fields.forEachField { name, value in
+            guard !Self.hopByHop.contains(name), HTTPGrammar.isValidFieldValue(value),
+                !namesOthers || !self.connectionNames(name)
+            else { return }
+            if let rewriteLocation, HTTPHeaders.name(name, equals: "location") {
+                headers.add(
+                    name: String(decoding: name, as: UTF8.self),
+                    value: rewriteLocation(String(decoding: value, as: UTF8.self))
+                )
             } else {
-                headers.add(name: name, value: value)
+                headers.add(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value))
             }
         }
         var head = HTTPResponseHead(status: status, reason: self.reason, headers: headers)
@@ -140,6 +148,21 @@ struct UpstreamResponseParser: Sendable {
             head.contentLength = contentLength
         }
         return head
+    }
+
+    /// Whether a `Connection` field of the head lists `name` (RFC 9110 §7.6.1).
+    private func connectionNames(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        var named = false
+        self.fields.forEachField { fieldName, value in
+            if !named, HTTPHeaders.name(fieldName, equals: "connection") {
+                named = HTTPGrammar.listHasElement(value) { ASCII.equalsIgnoringCase($0, name) }
+            }
+        }
+        return named
+    }
+
+    private static func isClose(_ element: UnsafeBufferPointer<UInt8>) -> Bool {
+        HTTPHeaders.name(element, equals: "close")
     }
 
     /// What the head's `Content-Length` fields say.
@@ -189,14 +212,14 @@ struct UpstreamResponseParser: Sendable {
         var lastCodingIsChunked: Bool?
         var declaredLength = DeclaredLength.absent
 
-        init(_ fields: [(String, String)]) {
+        init(_ fields: HTTPHeaders) {
             var lengths: [String] = []
-            for (name, value) in fields {
-                if name.equalsIgnoringASCIICase("content-length") {
-                    lengths.append(value)
-                } else if name.equalsIgnoringASCIICase("transfer-encoding") {
+            fields.forEachField { name, value in
+                if HTTPHeaders.name(name, equals: "content-length") {
+                    lengths.append(String(decoding: value, as: UTF8.self))
+                } else if HTTPHeaders.name(name, equals: "transfer-encoding") {
                     self.hasTransferEncoding = true
-                    if let last = value.split(separator: ",").last {
+                    if let last = String(decoding: value, as: UTF8.self).split(separator: ",").last {
                         self.lastCodingIsChunked = last.trimmingHTTPWhitespace().equalsIgnoringASCIICase("chunked")
                     }
                 }

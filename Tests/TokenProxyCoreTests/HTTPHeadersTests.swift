@@ -1,0 +1,73 @@
+import Testing
+
+@testable import TokenProxyCore
+
+struct HTTPHeadersTests {
+    private func bytes(_ name: String, _ value: [UInt8]) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        Array(name.utf8).withUnsafeBytes { name in
+            value.withUnsafeBytes { value in headers.add(name: name, value: value) }
+        }
+        return headers
+    }
+
+    @Test func lookUpsIgnoreCaseAndKeepOrderAndDuplicates() {
+        let headers = HTTPHeaders([("Accept", "a"), ("X-Many", "1"), ("x-many", "2"), ("Host", "h")])
+        #expect(headers.count == 4)
+        #expect(headers.first("ACCEPT") == "a")
+        #expect(headers.values("X-MANY") == ["1", "2"])
+        #expect(headers.contains("host"))
+        #expect(!headers.contains("hos"))
+        #expect(!headers.contains("hosts"))
+        #expect(headers.first("Missing") == nil)
+        #expect(headers.map(\.name) == ["Accept", "X-Many", "x-many", "Host"])
+        #expect(headers.map(\.value) == ["a", "1", "2", "h"])
+    }
+
+    @Test func removingAndReplacingKeepTheOthersInOrder() {
+        var headers = HTTPHeaders([("A", "1"), ("B", "2"), ("a", "3"), ("C", "4")])
+        headers.replaceOrAdd(name: "A", value: "5")
+        #expect(headers == HTTPHeaders([("B", "2"), ("C", "4"), ("A", "5")]))
+        headers.removeAll { HTTPHeaders.name($0, equals: "b") || HTTPHeaders.name($0, equals: "c") }
+        #expect(headers == HTTPHeaders([("A", "5")]))
+        headers.remove(name: "a")
+        #expect(headers.count == 0)
+        #expect(headers == HTTPHeaders())
+    }
+
+    @Test func fieldsAddedAsBytesEqualFieldsAddedAsStrings() {
+        #expect(self.bytes("Accept", Array("text/plain".utf8)) == HTTPHeaders([("Accept", "text/plain")]))
+        #expect(self.bytes("Accept", Array("text/plain".utf8)) != HTTPHeaders([("accept", "text/plain")]))
+        #expect(self.bytes("Accept", []) == HTTPHeaders([("Accept", "")]))
+        // Equality reads the fields only, not the bytes that removed fields left behind.
+        var withRemoved = HTTPHeaders([("X-Gone", "long value"), ("Accept", "text/plain")])
+        withRemoved.remove(name: "X-Gone")
+        #expect(withRemoved == HTTPHeaders([("Accept", "text/plain")]))
+    }
+
+    @Test func bytesThatAreNotUTF8AreKeptAsTheyCame() {
+        let value: [UInt8] = [0x61, 0xE9, 0x62]  // "a", obs-text, "b" (RFC 9110 §5.5)
+        var seen: [UInt8] = []
+        self.bytes("X-Latin1", value).forEachField { _, bytes in seen = Array(bytes) }
+        #expect(seen == value)
+    }
+
+    @Test func aFoldedLineJoinsTheLastValueWhereverItLies() {
+        var headers = HTTPHeaders([("A", "1"), ("B", "2")])
+        Array(" more".utf8).withUnsafeBytes { headers.appendToLastValue($0) }
+        #expect(headers == HTTPHeaders([("A", "1"), ("B", "2 more")]))
+        // After a removal the last value is no longer at the end of the storage.
+        var moved = HTTPHeaders([("A", "1"), ("B", "2")])
+        moved.remove(name: "B")
+        Array("+x".utf8).withUnsafeBytes { moved.appendToLastValue($0) }
+        #expect(moved == HTTPHeaders([("A", "1+x")]))
+        var empty = HTTPHeaders()
+        Array("x".utf8).withUnsafeBytes { empty.appendToLastValue($0) }
+        #expect(empty.count == 0)
+    }
+
+    @Test func tokensAreTrimmedLowercasedAndNonEmpty() {
+        let headers = HTTPHeaders([("Connection", " Keep-Alive ,, X-Private"), ("connection", "close")])
+        #expect(headers.tokens("Connection") == ["keep-alive", "x-private", "close"])
+    }
+}
