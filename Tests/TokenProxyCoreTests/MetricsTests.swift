@@ -154,4 +154,22 @@ struct MetricsTests {
         #expect((sample["metric"] as? [String: String])?["route"] == "api")
         #expect((sample["value"] as? [Any])?.last as? String == "1")
     }
+
+    @Test func eachRouteAndStatusClassKeepsItsOwnCount() throws {
+        let metrics = ProxyMetrics()
+        let statuses: [Int?] = [200, 204, 404, nil, 99, 503, 200, 101, 302]
+        for status in statuses {
+            metrics.requestFinished(route: "api", status: status, duration: .milliseconds(3))
+        }
+        metrics.requestFinished(route: "other", status: 200, duration: nil)
+        let text = String(decoding: metrics.exposition(openConnections: 0), as: UTF8.self)
+        let exposition = try PrometheusExposition(text)
+        let expected: [String: Double] = ["2xx": 3, "4xx": 1, "none": 2, "5xx": 1, "1xx": 1, "3xx": 1]
+        for (status, count) in expected {
+            #expect(exposition.value("tokenproxy_requests_total", ["route": "api", "status": status]) == count)
+        }
+        #expect(exposition.value("tokenproxy_requests_total", ["route": "other", "status": "2xx"]) == 1)
+        #expect(exposition.value("tokenproxy_request_duration_seconds_count", ["route": "api"]) == 9)
+        #expect(exposition.value("tokenproxy_request_duration_seconds_count", ["route": "other"]) == nil)
+    }
 }

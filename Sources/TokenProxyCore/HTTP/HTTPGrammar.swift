@@ -84,19 +84,26 @@ enum HTTPGrammar {
 
     /// Whether `value` is `uri-host [ ":" port ]` (RFC 9110 §7.2), with a non-empty host.
     static func isValidHost(_ value: String) -> Bool {
-        var bytes = Substring(value).utf8[...]
+        var value = value
+        return value.withUTF8(Self.isValidHost(bytes:))
+    }
+
+    private static func isValidHost(bytes all: UnsafeBufferPointer<UInt8>) -> Bool {
+        var bytes = all[...]
         guard let first = bytes.first else { return false }
         if first == UInt8(ascii: "[") {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return false }
-            let literal = bytes[bytes.index(after: bytes.startIndex)..<close]
+            let literal = bytes[(bytes.startIndex + 1)..<close]
             guard !literal.isEmpty,
                 literal.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") })
             else { return false }
-            bytes = bytes[bytes.index(after: close)...]
+            bytes = bytes[(close + 1)...]
         } else {
             let end = bytes.firstIndex(of: UInt8(ascii: ":")) ?? bytes.endIndex
             let name = bytes[..<end]
-            guard !name.isEmpty, name.allSatisfy(isRegNameCharacter) else { return false }
+            guard !name.isEmpty,
+                Self.regNameCharacters.withUnsafeBufferPointer({ table in name.allSatisfy { table[Int($0)] } })
+            else { return false }
             bytes = bytes[end...]
         }
         guard let colon = bytes.first else { return true }
@@ -105,16 +112,15 @@ enum HTTPGrammar {
         return port.count <= 5 && port.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
-    /// unreserved / pct-encoded / sub-delims (RFC 3986 §3.2.2).
-    private static func isRegNameCharacter(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "-._~%!$&'()*+,;=".utf8.contains(byte)
-        }
-    }
+    /// unreserved / pct-encoded / sub-delims (RFC 3986 §3.2.2), by byte.
+    private static let regNameCharacters: [Bool] = {
+        var table = [Bool](repeating: false, count: 256)
+        for byte in UInt8(ascii: "0")...UInt8(ascii: "9") { table[Int(byte)] = true }
+        for byte in UInt8(ascii: "a")...UInt8(ascii: "z") { table[Int(byte)] = true }
+        for byte in UInt8(ascii: "A")...UInt8(ascii: "Z") { table[Int(byte)] = true }
+        for character in "-._~%!$&'()*+,;=".utf8 { table[Int(character)] = true }
+        return table
+    }()
 
     /// The single length named by every Content-Length field and list element; differing
     /// values, non-digits and overflow are errors (RFC 9112 §6.3 rule 5). Reads the values'

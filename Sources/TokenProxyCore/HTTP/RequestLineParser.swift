@@ -10,24 +10,38 @@ enum RequestLineParser {
     }
 
     static func parse(_ line: UnsafeBufferPointer<UInt8>) -> Result<Line, ProxyError> {
-        let parts = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
-        guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty }) else {
+        // Exactly two single spaces, with something between and around them.
+        let space = UInt8(ascii: " ")
+        guard let methodEnd = line.firstIndex(of: space), methodEnd > line.startIndex,
+            let targetEnd = line[(methodEnd + 1)...].firstIndex(of: space), targetEnd > methodEnd + 1,
+            targetEnd + 1 < line.endIndex, !line[(targetEnd + 1)...].contains(space)
+        else {
             return .failure(ProxyError(.badRequest, "malformed request line"))
         }
-        guard HTTPGrammar.isToken(parts[0]) else {
+        let methodBytes = line[..<methodEnd]
+        guard HTTPGrammar.isToken(methodBytes) else {
             return .failure(ProxyError(.badRequest, "invalid method"))
         }
-        let versionResult = self.version(parts[2])
-        guard case .success(let version) = versionResult else {
-            if case .failure(let error) = versionResult { return .failure(error) }
-            return .failure(ProxyError(.badRequest, "invalid HTTP version"))
+        let version: HTTPVersion
+        switch self.version(line[(targetEnd + 1)...]) {
+        case .success(let parsed): version = parsed
+        case .failure(let error): return .failure(error)
         }
-        let targetBytes = parts[1]
+        let targetBytes = line[(methodEnd + 1)..<targetEnd]
         guard isValidTarget(targetBytes) else {
             return .failure(ProxyError(.badRequest, "invalid characters or percent-encoding in the request target"))
         }
-        let method = String(decoding: parts[0], as: UTF8.self)
+        let method = String(decoding: methodBytes, as: UTF8.self)
         let target = String(decoding: targetBytes, as: UTF8.self)
+        if targetBytes.first == UInt8(ascii: "/"), method != "CONNECT" {
+            // Origin-form, nearly every request: path and query straight from the bytes.
+            let mark = targetBytes.firstIndex(of: UInt8(ascii: "?"))
+            let path = String(decoding: targetBytes[..<(mark ?? targetEnd)], as: UTF8.self)
+            let query = mark.map { String(decoding: targetBytes[($0 + 1)...], as: UTF8.self) }
+            return .success(
+                Line(method: method, target: target, form: .origin, path: path, query: query, version: version)
+            )
+        }
         guard let (form, path, query) = self.form(of: target, method: method) else {
             return .failure(ProxyError(.badRequest, "invalid request target"))
         }
@@ -35,9 +49,10 @@ enum RequestLineParser {
     }
 
     private static func version(_ bytes: UnsafeBufferPointer<UInt8>.SubSequence) -> Result<HTTPVersion, ProxyError> {
-        let text = Array(bytes)
-        guard text.count == 8, text[0..<5].elementsEqual("HTTP/".utf8), text[6] == UInt8(ascii: "."),
-            let major = digit(text[5]), let minor = digit(text[7])
+        let start = bytes.startIndex
+        guard bytes.count == 8, bytes[start..<(start + 5)].elementsEqual("HTTP/".utf8),
+            bytes[start + 6] == UInt8(ascii: "."), let major = digit(bytes[start + 5]),
+            let minor = digit(bytes[start + 7])
         else {
             return .failure(ProxyError(.badRequest, "invalid HTTP version"))
         }

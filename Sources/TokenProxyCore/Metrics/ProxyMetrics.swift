@@ -63,6 +63,17 @@ package final class ProxyMetrics: Sendable {
     private let expiryGauges = Mutex<[String: Expiry]>([:])
     private let openConnections: CoreMetrics.Gauge
 
+    /// The series every answered request of a route records into, found by the route's
+    /// name alone: the per-request path then hashes one String and makes no label arrays.
+    private let routeSeries = Mutex<[String: RouteSeries]>([:])
+
+    private struct RouteSeries {
+        /// `tokenproxy_requests_total` by status class: `none`, then `1xx` to `5xx`.
+        var requests: [CoreMetrics.Counter?] = Array(repeating: nil, count: 6)
+        /// `tokenproxy_request_duration_seconds`, once a duration was recorded.
+        var duration: CoreMetrics.Timer?
+    }
+
     private struct SeriesKey: Hashable {
         var name: String
         var labels: [String]
@@ -92,10 +103,29 @@ package final class ProxyMetrics: Sendable {
 
     /// Counts one answered request of `route` and, when known, its duration.
     package func requestFinished(route: String, status: Int?, duration: Duration?) {
-        self.counter(Names.requests, [("route", route), ("status", Self.statusClass(status))]).increment()
-        if let duration {
-            self.timer(route: route).recordNanoseconds(Self.nanoseconds(duration))
+        let statusIndex = status.map { (100...599).contains($0) ? $0 / 100 : 0 } ?? 0
+        let found = self.routeSeries.withLock { series in
+            (series[route]?.requests[statusIndex], series[route]?.duration)
         }
+        // A series seen for the first time is made (or found) by name and labels, then kept
+        // by route.
+        let counter =
+            found.0
+            ?? {
+                let counter = self.counter(Names.requests, [("route", route), ("status", Self.statusClass(status))])
+                self.routeSeries.withLock { $0[route, default: RouteSeries()].requests[statusIndex] = counter }
+                return counter
+            }()
+        counter.increment()
+        guard let duration else { return }
+        let timer =
+            found.1
+            ?? {
+                let timer = self.timer(route: route)
+                self.routeSeries.withLock { $0[route, default: RouteSeries()].duration = timer }
+                return timer
+            }()
+        timer.recordNanoseconds(Self.nanoseconds(duration))
     }
 
     /// Counts one failed upstream exchange of `route`.

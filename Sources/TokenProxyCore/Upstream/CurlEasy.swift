@@ -32,7 +32,9 @@ struct CurlEasy {
 
     /// Sets a string option; libcurl copies it.
     func set(_ option: CURLoption, _ value: String) -> Bool {
-        tp_easy_setopt_string(self.handle, option, value) == CURLE_OK
+        // `withCString` lends a short string's bytes from the stack, where the implicit
+        // conversion to a C string would copy them to the heap.
+        value.withCString { tp_easy_setopt_string(self.handle, option, $0) == CURLE_OK }
     }
 
     /// Sets a size option (`CURLOPT_INFILESIZE_LARGE`).
