@@ -177,7 +177,7 @@ package final class CurlForwarder: RouteForwarder {
             self.start(exchange, attempt: attempt, credential: nil, limits: limits)
             return
         }
-        let route = attempt.match.route
+        let routeName = attempt.match.route.name
         let bound = QueueBound(exchange, context: exchange.context)
         let boundAttempt = QueueBound(attempt, context: exchange.context)
         let logger = attempt.logger
@@ -198,7 +198,7 @@ package final class CurlForwarder: RouteForwarder {
                     }
                     self.start(exchange, attempt: attempt, credential: header, limits: limits)
                 case .failure(var error):
-                    error.route = route.name
+                    error.route = routeName
                     logger.warning(
                         "no credential",
                         metadata: [
@@ -222,6 +222,8 @@ package final class CurlForwarder: RouteForwarder {
         freshConnection: Bool = false
     ) {
         let route = attempt.match.route
+        // The closures below keep the route's name, not a copy of its whole configuration.
+        let routeName = route.name
         let logger = attempt.logger
         let request = UpstreamRequestBuilder.build(
             head: exchange.head,
@@ -256,9 +258,9 @@ package final class CurlForwarder: RouteForwarder {
         let sink = ExchangeSink(
             exchange: bound,
             interceptUnauthorized: { weakAttempt.value.object?.replayOnUnauthorized() ?? false },
-            refuseUnauthorized: { [authorizer = attempt.entry?.requestAuthorizer, route] head in
+            refuseUnauthorized: { [authorizer = attempt.entry?.requestAuthorizer, routeName] head in
                 guard var error = authorizer?.refusal(of: head) else { return nil }
-                error.route = route.name
+                error.route = routeName
                 return error
             },
             onSwallowedResponseEnd: { [self] in
@@ -268,7 +270,7 @@ package final class CurlForwarder: RouteForwarder {
                     if let token = attempt.token {
                         attempt.entry?.source.invalidate(token)
                     }
-                    logger.info("replaying after 401", metadata: ["route": "\(route.name)"])
+                    logger.info("replaying after 401", metadata: ["route": "\(routeName)"])
                     exchange.logFields["replayed"] = "true"
                     self.obtainCredentialAndStart(exchange, attempt: attempt, limits: limits)
                 }
@@ -281,7 +283,7 @@ package final class CurlForwarder: RouteForwarder {
                 else { return false }
                 logger.debug(
                     "resending on a new upstream connection",
-                    metadata: ["route": "\(route.name)", "reason": "\(error.message)"]
+                    metadata: ["route": "\(routeName)", "reason": "\(error.message)"]
                 )
                 exchange.logFields["resent"] = "true"
                 self.start(exchange, attempt: attempt, credential: credential, limits: limits, freshConnection: true)
@@ -299,7 +301,7 @@ package final class CurlForwarder: RouteForwarder {
             rewriteLocation: { [match = attempt.match, base = attempt.base] in
                 LocationRewrite.rewrite($0, match: match, base: base)
             },
-            route: route.name,
+            route: routeName,
             provider: route.provider
         )
         let engine = self.engine(for: exchange)

@@ -3,15 +3,32 @@
 /// route naming the request's host beats one for any host; after that, config order.
 package struct Router: Sendable {
     /// A matched route and the path to append to its upstream's base path.
-    package struct Match: Sendable, Equatable {
+    ///
+    /// A class, immutable: a request's handler, forwarder, transfer and callbacks all hold
+    /// the one match, where a struct would copy the whole route configuration (and retain
+    /// each of its strings) at every hand-over.
+    package final class Match: Sendable, Equatable {
         /// The matched route.
-        package var route: RouteConfiguration
+        package let route: RouteConfiguration
         /// The request path with the prefix removed when `strip_prefix` is set (possibly
         /// empty), else the whole path.
-        package var upstreamPath: String
+        package let upstreamPath: String
         /// Header fields that belong to the proxy itself (the `require_header` secret) and are
         /// removed from the forwarded request, in any letter case and every occurrence.
-        package var withheldHeaders: [String] = []
+        package let withheldHeaders: [String]
+
+        /// A match of `route` forwarding to `upstreamPath`.
+        package init(route: RouteConfiguration, upstreamPath: String, withheldHeaders: [String] = []) {
+            self.route = route
+            self.upstreamPath = upstreamPath
+            self.withheldHeaders = withheldHeaders
+        }
+
+        /// Matches are equal when they name the same route, path and withheld fields.
+        package static func == (lhs: Match, rhs: Match) -> Bool {
+            lhs.route == rhs.route && lhs.upstreamPath == rhs.upstreamPath
+                && lhs.withheldHeaders == rhs.withheldHeaders
+        }
     }
 
     private struct Entry: Sendable {
