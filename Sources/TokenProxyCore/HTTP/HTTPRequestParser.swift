@@ -27,7 +27,8 @@ package struct HTTPRequestParser: Sendable {
 
     enum State: Sendable {
         case requestLine(leadingEmptyBytes: Int)
-        case headerLines(PartialHead)
+        /// Reading header fields into ``partial``.
+        case headerLines
         case fixedBody(remaining: Int64)
         case endOfMessage
         case chunkSize
@@ -38,18 +39,22 @@ package struct HTTPRequestParser: Sendable {
     }
 
     struct PartialHead: Sendable {
-        var method: String
-        var target: String
-        var targetForm: RequestTargetForm
-        var path: String
+        var method = ""
+        var target = ""
+        var targetForm = RequestTargetForm.origin
+        var path = ""
         var query: String?
-        var version: HTTPVersion
+        var version = HTTPVersion.http1_1
         var headers = HTTPHeaders()
         var headerBytes = 0
     }
 
     let limits: HTTPParserLimits
     var state: State = .requestLine(leadingEmptyBytes: 0)
+    /// The head being read while in ``State/headerLines``. Kept outside the state, so that
+    /// each field is added in place rather than the head being copied out of the state and
+    /// back for every line.
+    var partial = PartialHead()
     /// Bytes at the start of the pending input already scanned without finding a line end.
     var scanned = 0
     /// Chunk-extension bytes seen in the current body.
@@ -99,6 +104,7 @@ package struct HTTPRequestParser: Sendable {
     mutating func fail(_ code: ProxyError.Code, _ message: String) -> (Step, Int) {
         let error = ProxyError(code, message)
         self.state = .failed(error)
+        self.partial = PartialHead()
         return (.yield(.failed(error)), 0)
     }
 
@@ -127,7 +133,7 @@ package struct HTTPRequestParser: Sendable {
                     self.state = .failed(error)
                     return (.yield(.failed(error)), 0)
                 case .success(let line):
-                    var head = PartialHead(
+                    self.partial = PartialHead(
                         method: line.method,
                         target: line.target,
                         targetForm: line.form,
@@ -135,20 +141,16 @@ package struct HTTPRequestParser: Sendable {
                         query: line.query,
                         version: line.version
                     )
-                    head.headers.reserveCapacity(16)
-                    self.state = .headerLines(head)
+                    self.partial.headers.reserveCapacity(16)
+                    self.state = .headerLines
                     return (.again, next)
                 }
             }
 
-        case .headerLines(var head):
-            // The state lets go of the head while it grows, so that adding a field appends in
-            // place instead of copying every field added so far; each path below sets it again.
-            self.state = .endOfMessage
-            let budget = self.limits.maxHeaderBytes - head.headerBytes
+        case .headerLines:
+            let budget = self.limits.maxHeaderBytes - self.partial.headerBytes
             switch self.readLine(input, limit: budget) {
             case .incomplete:
-                self.state = .headerLines(head)
                 return (.yield(.needMoreData), 0)
             case .tooLong:
                 return self.fail(.headersTooLarge, "header section larger than \(self.limits.maxHeaderBytes) bytes")
@@ -156,9 +158,11 @@ package struct HTTPRequestParser: Sendable {
                 return self.fail(.badRequest, message)
             case .line(let end, let next):
                 if end == 0 {
+                    let head = self.partial
+                    self.partial = PartialHead()
                     return self.finishHead(head, consumed: next)
                 }
-                guard head.headers.count < self.limits.maxHeaderCount else {
+                guard self.partial.headers.count < self.limits.maxHeaderCount else {
                     return self.fail(.headersTooLarge, "more than \(self.limits.maxHeaderCount) header fields")
                 }
                 let line = UnsafeBufferPointer(rebasing: input[..<end])
@@ -167,12 +171,11 @@ package struct HTTPRequestParser: Sendable {
                     self.state = .failed(error)
                     return (.yield(.failed(error)), 0)
                 case .success(let field):
-                    head.headers.add(
+                    self.partial.headers.add(
                         name: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: line[field.name])),
                         value: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: line[field.value]))
                     )
-                    head.headerBytes += next
-                    self.state = .headerLines(head)
+                    self.partial.headerBytes += next
                     return (.again, next)
                 }
             }

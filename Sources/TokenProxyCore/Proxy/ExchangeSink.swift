@@ -1,7 +1,10 @@
 /// Relays a transfer's response to a client exchange: each delivery runs in the connection's
 /// context (in place when the connection is idle, otherwise one hop to its queue) with
 /// one flush, and a client that cannot keep up pauses the transfer.
-struct ExchangeSink: CurlResponseSink {
+///
+/// A class: the transfer holds it and each delivery's closure captures it, one reference
+/// each instead of a copy of every callback.
+final class ExchangeSink: CurlResponseSink {
     /// The client exchange, confined to its connection's context.
     let exchange: QueueBound<HTTPExchange>
     /// Asked in the exchange's context when the response head is a 401: true means the answer
@@ -39,18 +42,14 @@ struct ExchangeSink: CurlResponseSink {
     }
 
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
-        let onComplete = self.onComplete
-        let state = self.state
-        let intercept = self.interceptUnauthorized
-        let refuse = self.refuseUnauthorized
-        let swallowedEnd = self.onSwallowedResponseEnd
-        let resend = self.resendAfterLostConnection
-        self.run { exchange in
+        self.run { [self] exchange in
+            let state = self.state
+            let onComplete = self.onComplete
             if !state.swallowing, let head = delivery.head, head.status == 401 {
-                if let error = refuse(head) {
+                if let error = self.refuseUnauthorized(head) {
                     state.refusal = error
                     state.swallowing = true
-                } else if intercept() {
+                } else if self.interceptUnauthorized() {
                     state.swallowing = true
                 }
             }
@@ -61,12 +60,12 @@ struct ExchangeSink: CurlResponseSink {
                         exchange.respond(ErrorResponse.response(for: refusal))
                         onComplete(.failed(refusal))
                     } else {
-                        swallowedEnd()
+                        self.onSwallowedResponseEnd()
                     }
                 }
                 return
             }
-            if case .lostReusedConnection(let error)? = delivery.end, resend(exchange, error) {
+            if case .lostReusedConnection(let error)? = delivery.end, self.resendAfterLostConnection(exchange, error) {
                 return
             }
             exchange.batch { exchange in
