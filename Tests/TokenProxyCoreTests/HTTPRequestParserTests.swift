@@ -211,6 +211,34 @@ struct HTTPRequestParserTests {
         #expect(events.last == .failed(.badRequest))
     }
 
+    @Test(
+        arguments: [
+            ("/a?", "/a", ""), ("/a?b?c", "/a", "b?c"), ("/a", "/a", nil), ("/?x=1", "/", "x=1"),
+            ("/a/b%2Fc?d=%20", "/a/b%2Fc", "d=%20"),
+        ] as [(String, String, String?)]
+    )
+    func theOriginFormTargetSplitsAtTheFirstQuestionMark(target: String, path: String, query: String?) throws {
+        let request = try #require(head(ParserDriver.run("GET \(target) HTTP/1.1\r\nHost: a\r\n\r\n")))
+        #expect(request.target == target)
+        #expect(request.path == path)
+        #expect(request.query == query)
+        #expect(request.targetForm == .origin)
+    }
+
+    @Test func aFailureLetsGoOfTheHeadBeingRead() {
+        var parser = HTTPRequestParser()
+        let bad = Array(
+            "GET / HTTP/1.1\r\nHost: a\r\nX-Long: \(String(repeating: "v", count: 4000))\r\nBad Header: x\r\n".utf8
+        )
+        let outcome = bad.withUnsafeBufferPointer { parser.next($0).outcome }
+        guard case .failed = outcome else {
+            Issue.record("expected failure, got \(outcome)")
+            return
+        }
+        #expect(parser.partial.headers.count == 0)
+        #expect(parser.partial.headerBytes == 0)
+    }
+
     @Test func aFailedParserStaysFailed() {
         var parser = HTTPRequestParser()
         let bad = Array("GET / HTTP/1.1\r\nBad Header: x\r\n\r\n".utf8)

@@ -81,6 +81,9 @@ private let malformedCases: [MalformedCase] = [
     .init("Host with userinfo", "GET / HTTP/1.1\r\nHost: user@localhost\r\n\r\n"),
     // Request line (RFC 9112 §3).
     .init("double space", "GET  / HTTP/1.1\r\n\(ok)\r\n"),
+    .init("space before the method", " GET / HTTP/1.1\r\n\(ok)\r\n"),
+    .init("space after the version", "GET / HTTP/1.1 \r\n\(ok)\r\n"),
+    .init("four parts", "GET / HTTP/1.1 x\r\n\(ok)\r\n"),
     .init("tab separator", "GET\t/ HTTP/1.1\r\n\(ok)\r\n"),
     .init("lowercase version", "GET / http/1.1\r\n\(ok)\r\n"),
     .init("version without minor", "GET / HTTP/1\r\n\(ok)\r\n"),

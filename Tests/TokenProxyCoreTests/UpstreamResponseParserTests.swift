@@ -47,6 +47,29 @@ struct UpstreamResponseParserTests {
         #expect(named.headers.map(\.name) == ["X-Kept"])
     }
 
+    @Test func everyFieldAConnectionFieldListsIsDroppedCloseIncluded() throws {
+        let head = try self.parse([
+            "HTTP/1.1 200 OK", "Close: x", "X-A: 1", "Connection: close, X-a", "x-A: 2", "connection: ,X-B ,",
+            "X-B: 3", "X-C: 4",
+        ])
+        #expect(head.headers.map(\.name) == ["X-C"])
+        // `close` alone names a field too.
+        let closing = try self.parse(["HTTP/1.1 200 OK", "Connection: close", "Close: x", "X-C: 4"])
+        #expect(closing.headers.map(\.name) == ["X-C"])
+    }
+
+    @Test func aLocationThatIsNotUTF8GoesOnAsItCame() throws {
+        var parser = UpstreamResponseParser()
+        #expect(parser.line("HTTP/1.1 302 Found\r\n") == .pending)
+        let location: [UInt8] = Array("Location: https://api.example.com/v3/caf".utf8) + [0xE9, 0x0D, 0x0A]
+        #expect(location.withUnsafeBytes { parser.line(bytes: $0) } == .pending)
+        #expect(parser.line("\r\n") == .complete)
+        let head = parser.head(requestIsHead: false) { _ in "/rewritten" }
+        var value: [UInt8] = []
+        head.headers.forEachField { _, bytes in value = Array(bytes) }
+        #expect(value == Array("https://api.example.com/v3/caf".utf8) + [0xE9])
+    }
+
     @Test func aFoldedLineIsJoinedAndAValueWithAControlCharacterDropped() throws {
         let head = try self.parse(["HTTP/1.1 200 OK", "X-Folded: one", " \t two ", "X-Bad: a\u{01}b", "X-Kept: yes"])
         #expect(head.headers == HTTPHeaders([("X-Folded", "one two"), ("X-Kept", "yes")]))

@@ -22,4 +22,9 @@ enum ASCII {
         }
         return true
     }
+
+    /// `bytes` with ASCII capital letters made small, other bytes kept.
+    static func lowercased(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        bytes.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }
+    }
 }

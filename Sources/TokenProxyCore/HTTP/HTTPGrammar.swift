@@ -48,12 +48,12 @@ enum HTTPGrammar {
         byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
     }
 
-    /// Whether an element of the comma-separated list `list` (RFC 9110 §5.6.1), without its
-    /// surrounding whitespace, satisfies `predicate`; empty elements are skipped.
-    static func listHasElement(
+    /// Calls `body` with each element of the comma-separated list `list` (RFC 9110 §5.6.1),
+    /// without its surrounding whitespace; empty elements are skipped.
+    static func forEachListElement(
         _ list: UnsafeBufferPointer<UInt8>,
-        where predicate: (UnsafeBufferPointer<UInt8>) -> Bool
-    ) -> Bool {
+        _ body: (UnsafeBufferPointer<UInt8>) -> Void
+    ) {
         var start = list.startIndex
         while start < list.endIndex {
             let comma = list[start...].firstIndex(of: UInt8(ascii: ",")) ?? list.endIndex
@@ -61,12 +61,11 @@ enum HTTPGrammar {
             var end = comma
             while first < end, list[first] == 0x20 || list[first] == 0x09 { first += 1 }
             while end > first, list[end - 1] == 0x20 || list[end - 1] == 0x09 { end -= 1 }
-            if first < end, predicate(UnsafeBufferPointer(rebasing: list[first..<end])) {
-                return true
+            if first < end {
+                body(UnsafeBufferPointer(rebasing: list[first..<end]))
             }
             start = comma + 1
         }
-        return false
     }
 
     static func isHexDigit(_ byte: UInt8) -> Bool {

@@ -33,7 +33,9 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
         }
     }
 
-    /// Names and values, back to back; bytes of removed fields stay until the list is copied.
+    /// Names and values, back to back. A removed field's bytes stay in the buffer: fields are
+    /// removed once per hop at most (hop-by-hop and withheld fields, a route's replacements),
+    /// so the buffer stays within the head's size and what was added to it.
     private var bytes: [UInt8] = []
     private var spans: [Span] = []
 
@@ -48,11 +50,11 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
         }
     }
 
-    /// Makes room for `count` fields, so that adding them one by one does not grow the
-    /// storage step by step.
+    /// Makes room for `count` fields in all, so that adding them one by one does not grow the
+    /// storage step by step (about 40 bytes for each field still to come).
     package mutating func reserveCapacity(_ count: Int) {
+        self.bytes.reserveCapacity(self.bytes.count + Swift.max(0, count - self.spans.count) * 40)
         self.spans.reserveCapacity(count)
-        self.bytes.reserveCapacity(self.bytes.count + count * 40)
     }
 
     /// The number of fields, duplicates included.

@@ -102,7 +102,11 @@ package struct HTTPRequestParser: Sendable {
     }
 
     mutating func fail(_ code: ProxyError.Code, _ message: String) -> (Step, Int) {
-        let error = ProxyError(code, message)
+        self.fail(ProxyError(code, message))
+    }
+
+    /// Stays failed with `error`, letting go of a head being read.
+    mutating func fail(_ error: ProxyError) -> (Step, Int) {
         self.state = .failed(error)
         self.partial = PartialHead()
         return (.yield(.failed(error)), 0)
@@ -130,8 +134,7 @@ package struct HTTPRequestParser: Sendable {
                 }
                 switch RequestLineParser.parse(UnsafeBufferPointer(rebasing: input[..<end])) {
                 case .failure(let error):
-                    self.state = .failed(error)
-                    return (.yield(.failed(error)), 0)
+                    return self.fail(error)
                 case .success(let line):
                     self.partial = PartialHead(
                         method: line.method,
@@ -168,8 +171,7 @@ package struct HTTPRequestParser: Sendable {
                 let line = UnsafeBufferPointer(rebasing: input[..<end])
                 switch HeaderFieldParser.parse(line) {
                 case .failure(let error):
-                    self.state = .failed(error)
-                    return (.yield(.failed(error)), 0)
+                    return self.fail(error)
                 case .success(let field):
                     self.partial.headers.add(
                         name: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: line[field.name])),
@@ -203,8 +205,7 @@ package struct HTTPRequestParser: Sendable {
             case .line(let end, let next):
                 switch ChunkSizeParser.parse(UnsafeBufferPointer(rebasing: input[..<end])) {
                 case .failure(let error):
-                    self.state = .failed(error)
-                    return (.yield(.failed(error)), 0)
+                    return self.fail(error)
                 case .success(let chunk):
                     self.chunkExtensionBytes += chunk.extensionBytes
                     guard self.chunkExtensionBytes <= self.limits.maxChunkExtensionBytes else {
@@ -256,8 +257,7 @@ package struct HTTPRequestParser: Sendable {
                 // Trailer fields are checked like header fields and then dropped: none of
                 // them is forwarded (RFC 9110 §6.5.1 lets a proxy discard them).
                 if case .failure(let error) = HeaderFieldParser.parse(UnsafeBufferPointer(rebasing: input[..<end])) {
-                    self.state = .failed(error)
-                    return (.yield(.failed(error)), 0)
+                    return self.fail(error)
                 }
                 self.state = .trailers(bytes: bytes + next, count: count + 1)
                 return (.again, next)

@@ -22,7 +22,7 @@ final class ExchangeSink: CurlResponseSink {
     let resendAfterLostConnection: @Sendable (HTTPExchange, ProxyError) -> Bool
     /// Called in the exchange's context when the transfer ended.
     let onComplete: @Sendable (CurlTransferOutcome) -> Void
-    /// What the copies of this sink share.
+    /// What the sink changes as its deliveries run: the refusal, swallowing, their order.
     private let state = SinkState()
 
     init(
@@ -122,8 +122,8 @@ final class ExchangeSink: CurlResponseSink {
     }
 }
 
-/// The state the copies of a sink share. `@unchecked Sendable`: `swallowing` is only read
-/// and written in the exchange's context, whose gate serializes access.
+/// The mutable state of a sink. `@unchecked Sendable`: `refusal` and `swallowing` are only
+/// read and written in the exchange's context, whose gate serializes access.
 final class SinkState: @unchecked Sendable {
     /// The error answered instead of a refused 401, once one was.
     var refusal: ProxyError?

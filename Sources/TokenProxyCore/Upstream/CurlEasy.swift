@@ -32,8 +32,8 @@ struct CurlEasy {
 
     /// Sets a string option; libcurl copies it.
     func set(_ option: CURLoption, _ value: String) -> Bool {
-        // `withCString` lends a short string's bytes from the stack, where the implicit
-        // conversion to a C string would copy them to the heap.
+        // `withCString` lends a native string's own bytes (a short one's from the stack), where
+        // the implicit conversion to a C string copied short ones to the heap.
         value.withCString { tp_easy_setopt_string(self.handle, option, $0) == CURLE_OK }
     }
 

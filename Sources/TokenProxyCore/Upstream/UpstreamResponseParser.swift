@@ -112,12 +112,16 @@ struct UpstreamResponseParser: Sendable {
     func head(requestIsHead: Bool, rewriteLocation: (@Sendable (String) -> String)?) -> HTTPResponseHead {
         let status = self.status ?? 502
         // Field names the upstream's Connection header lists are hop-by-hop too (RFC 9110
-        // §7.6.1). Most answers list none but `keep-alive` or `close`, so the per-field check
-        // is needed only when one lists another name.
-        var namesOthers = false
+        // §7.6.1). Most answers list only `keep-alive`, itself hop-by-hop, and the set of other
+        // names stays empty and costs nothing. Each field is looked up in the set by hash, so a
+        // head of many fields with a long list costs their sum, not their product.
+        var listed = Set<[UInt8]>()
         self.fields.forEachField { name, value in
-            if !namesOthers, HTTPHeaders.name(name, equals: "connection") {
-                namesOthers = HTTPGrammar.listHasElement(value) { !Self.hopByHop.contains($0) && !Self.isClose($0) }
+            guard HTTPHeaders.name(name, equals: "connection") else { return }
+            HTTPGrammar.forEachListElement(value) { element in
+                if !Self.hopByHop.contains(element) {
+                    listed.insert(ASCII.lowercased(element))
+                }
             }
         }
         // Transfer-Encoding wins over Content-Length (RFC 9112 §6.3 rule 3): libcurl decodes
@@ -130,13 +134,13 @@ struct UpstreamResponseParser: Sendable {
         headers.reserveCapacity(self.fields.count)
         self.fields.forEachField { name, value in
             guard !Self.hopByHop.contains(name), HTTPGrammar.isValidFieldValue(value),
-                !namesOthers || !self.connectionNames(name)
+                listed.isEmpty || !listed.contains(ASCII.lowercased(name))
             else { return }
-            if let rewriteLocation, HTTPHeaders.name(name, equals: "location") {
-                headers.add(
-                    name: String(decoding: name, as: UTF8.self),
-                    value: rewriteLocation(String(decoding: value, as: UTF8.self))
-                )
+            // A Location that is not UTF-8 cannot name the upstream's origin; it goes on as it came.
+            if let rewriteLocation, HTTPHeaders.name(name, equals: "location"),
+                let location = String(validating: value, as: UTF8.self)
+            {
+                headers.add(name: String(decoding: name, as: UTF8.self), value: rewriteLocation(location))
             } else {
                 headers.add(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value))
             }
@@ -148,21 +152,6 @@ struct UpstreamResponseParser: Sendable {
             head.contentLength = contentLength
         }
         return head
-    }
-
-    /// Whether a `Connection` field of the head lists `name` (RFC 9110 §7.6.1).
-    private func connectionNames(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
-        var named = false
-        self.fields.forEachField { fieldName, value in
-            if !named, HTTPHeaders.name(fieldName, equals: "connection") {
-                named = HTTPGrammar.listHasElement(value) { ASCII.equalsIgnoringCase($0, name) }
-            }
-        }
-        return named
-    }
-
-    private static func isClose(_ element: UnsafeBufferPointer<UInt8>) -> Bool {
-        HTTPHeaders.name(element, equals: "close")
     }
 
     /// What the head's `Content-Length` fields say.
