@@ -1,14 +1,17 @@
 /// Byte-level rules of RFC 9110 and RFC 9112 that the parser and the policy share.
 enum HTTPGrammar {
     /// `tchar` (RFC 9110 §5.6.2): the characters of a token such as a method or field name.
-    static let tokenCharacters: [Bool] = {
+    static let tokenCharacters = Self.byteTable(lettersDigitsAnd: "!#$%&'*+-.^_`|~")
+
+    /// A table by byte value, true for ASCII letters, digits and the bytes of `others`.
+    private static func byteTable(lettersDigitsAnd others: String) -> [Bool] {
         var table = [Bool](repeating: false, count: 256)
         for byte in UInt8(ascii: "0")...UInt8(ascii: "9") { table[Int(byte)] = true }
         for byte in UInt8(ascii: "a")...UInt8(ascii: "z") { table[Int(byte)] = true }
         for byte in UInt8(ascii: "A")...UInt8(ascii: "Z") { table[Int(byte)] = true }
-        for character in "!#$%&'*+-.^_`|~".utf8 { table[Int(character)] = true }
+        for byte in others.utf8 { table[Int(byte)] = true }
         return table
-    }()
+    }
 
     /// Whether `bytes` is a non-empty token.
     static func isToken(_ bytes: some Sequence<UInt8>) -> Bool {
@@ -112,14 +115,7 @@ enum HTTPGrammar {
     }
 
     /// unreserved / pct-encoded / sub-delims (RFC 3986 §3.2.2), by byte.
-    private static let regNameCharacters: [Bool] = {
-        var table = [Bool](repeating: false, count: 256)
-        for byte in UInt8(ascii: "0")...UInt8(ascii: "9") { table[Int(byte)] = true }
-        for byte in UInt8(ascii: "a")...UInt8(ascii: "z") { table[Int(byte)] = true }
-        for byte in UInt8(ascii: "A")...UInt8(ascii: "Z") { table[Int(byte)] = true }
-        for character in "-._~%!$&'()*+,;=".utf8 { table[Int(character)] = true }
-        return table
-    }()
+    private static let regNameCharacters = Self.byteTable(lettersDigitsAnd: "-._~%!$&'()*+,;=")
 
     /// The single length named by every Content-Length field and list element; differing
     /// values, non-digits and overflow are errors (RFC 9112 §6.3 rule 5). Reads the values'
