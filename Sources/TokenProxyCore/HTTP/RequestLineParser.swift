@@ -92,12 +92,9 @@ enum RequestLineParser {
             guard let mark = pathAndQuery.firstIndex(of: "?") else { return (String(pathAndQuery), nil) }
             return (String(pathAndQuery[..<mark]), String(pathAndQuery[pathAndQuery.index(after: mark)...]))
         }
+        // Origin-form targets were read from the bytes by `parse`.
         if method == "CONNECT" {
             return (.authority, "", nil)
-        }
-        if target.hasPrefix("/") {
-            let (path, query) = split(Substring(target))
-            return (.origin, path, query)
         }
         if target == "*" {
             return method == "OPTIONS" ? (.asterisk, "", nil) : nil

@@ -69,7 +69,7 @@ package final class ProxyMetrics: Sendable {
 
     private struct RouteSeries {
         /// `tokenproxy_requests_total` by status class: `none`, then `1xx` to `5xx`.
-        var requests: [CoreMetrics.Counter?] = Array(repeating: nil, count: 6)
+        var requests: [CoreMetrics.Counter?] = Array(repeating: nil, count: ProxyMetrics.statusClasses.count)
         /// `tokenproxy_request_duration_seconds`, once a duration was recorded.
         var duration: CoreMetrics.Timer?
     }
@@ -97,13 +97,21 @@ package final class ProxyMetrics: Sendable {
     /// The `status` label: the status class (`2xx` ... `5xx`), or `none` when no response
     /// head was sent (the client left, or the exchange was aborted before an answer).
     static func statusClass(_ status: Int?) -> String {
-        guard let status, (100...599).contains(status) else { return "none" }
-        return "\(status / 100)xx"
+        Self.statusClasses[Self.statusClassIndex(status)]
+    }
+
+    /// The `status` labels, by ``statusClassIndex(_:)``.
+    private static let statusClasses = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"]
+
+    /// 1 to 5 for a status of 1xx to 5xx, 0 for none or one out of range.
+    private static func statusClassIndex(_ status: Int?) -> Int {
+        guard let status, (100...599).contains(status) else { return 0 }
+        return status / 100
     }
 
     /// Counts one answered request of `route` and, when known, its duration.
     package func requestFinished(route: String, status: Int?, duration: Duration?) {
-        let statusIndex = status.map { (100...599).contains($0) ? $0 / 100 : 0 } ?? 0
+        let statusIndex = Self.statusClassIndex(status)
         let found = self.routeSeries.withLock { series in
             (series[route]?.requests[statusIndex], series[route]?.duration)
         }
@@ -112,7 +120,10 @@ package final class ProxyMetrics: Sendable {
         let counter =
             found.0
             ?? {
-                let counter = self.counter(Names.requests, [("route", route), ("status", Self.statusClass(status))])
+                let counter = self.counter(
+                    Names.requests,
+                    [("route", route), ("status", Self.statusClasses[statusIndex])]
+                )
                 self.routeSeries.withLock { $0[route, default: RouteSeries()].requests[statusIndex] = counter }
                 return counter
             }()
