@@ -29,6 +29,13 @@ package struct Limits: Sendable, Equatable, Decodable {
     package var upstreamFirstByteTimeoutSeconds: Double = 60
     /// `drain_timeout_seconds`: how long SIGTERM/SIGINT wait for in-flight requests. Default 30.
     package var drainTimeoutSeconds: Double = 30
+    /// `token_request_seconds`: the whole life of one token request (discovery, connect, TLS,
+    /// every retry, the answer's last byte); past it the request is abandoned and its locks
+    /// released. Default 30.
+    package var tokenRequestSeconds: Double = 30
+    /// `upstream_idle_seconds`: how long a response body may bring no byte before the exchange
+    /// is aborted. Default 60.
+    package var upstreamIdleSeconds: Double = 60
 
     /// The longest duration accepted, one day: longer is surely a mistake (milliseconds
     /// written as seconds), and keeps every deadline far from overflow.
@@ -58,6 +65,8 @@ package struct Limits: Sendable, Equatable, Decodable {
             ("upstream_connect_timeout_seconds", \.upstreamConnectTimeoutSeconds),
             ("upstream_first_byte_timeout_seconds", \.upstreamFirstByteTimeoutSeconds),
             ("drain_timeout_seconds", \.drainTimeoutSeconds),
+            ("token_request_seconds", \.tokenRequestSeconds),
+            ("upstream_idle_seconds", \.upstreamIdleSeconds),
         ]
     }
 

@@ -27,6 +27,12 @@ package final class CurlTransfer: @unchecked Sendable {
         var clientKeyPEM: String?
         var connectTimeout: Double
         var firstByteTimeout: Double
+        /// The whole life of the transfer, connect to last byte (`CURLOPT_TIMEOUT_MS`); nil for
+        /// none (client traffic, whose body may stream for as long as it brings bytes).
+        var totalTimeout: Double? = nil
+        /// How long the response may bring no byte once it started; nil for no limit. A transfer
+        /// paused for a slow client does not count as idle.
+        var idleTimeout: Double? = nil
         /// Whether the request must go out on a new connection rather than one from the cache
         /// (`CURLOPT_FRESH_CONNECT`): for a request sent again after a reused one failed.
         var freshConnection = false
@@ -155,7 +161,17 @@ package final class CurlTransfer: @unchecked Sendable {
         // on a reused handle whose buffer already exists (it then keeps its default read
         // size), so the result is not checked: it is a speed setting, not a safety one.
         _ = easy.set(CURLOPT_BUFFERSIZE, 128 * 1024)
-        set(easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(self.options.connectTimeout * 1000)))
+        set(easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(self.options.connectTimeout)))
+        if let total = self.options.totalTimeout {
+            // The whole life: connect, TLS handshake, head, and every body byte.
+            set(easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(total)))
+        }
+        if let idle = self.options.idleTimeout {
+            // Below one byte a second for `idle` seconds: libcurl leaves a paused transfer
+            // out of this check, so a client that reads slowly is not taken for a stall.
+            set(easy.set(CURLOPT_LOW_SPEED_LIMIT, 1))
+            set(easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(idle.rounded(.up)))))
+        }
         if self.options.freshConnection {
             set(easy.set(CURLOPT_FRESH_CONNECT, 1))
         }
@@ -242,9 +258,16 @@ package final class CurlTransfer: @unchecked Sendable {
             return nil
         }
         if self.request.body == .none {
-            self.firstByteDeadline = .now + .milliseconds(Int64(self.options.firstByteTimeout * 1000))
+            self.firstByteDeadline = .now + .milliseconds(Int64(Self.milliseconds(self.options.firstByteTimeout)))
         }
         return easy
+    }
+
+    /// `seconds` as whole milliseconds for libcurl, at least 1 (0 would mean "no timeout").
+    /// The value is already bounded by the configuration (at most a day).
+    static func milliseconds(_ seconds: Double) -> Int {
+        guard seconds.isFinite, seconds > 0 else { return 1 }
+        return max(1, Int(min(seconds, Limits.maxSeconds) * 1000))
     }
 
     /// Continues a paused transfer.
@@ -395,7 +418,7 @@ package final class CurlTransfer: @unchecked Sendable {
         }
         if ended {
             // The request is fully sent: the first-byte deadline starts now.
-            self.firstByteDeadline = .now + .milliseconds(Int64(self.options.firstByteTimeout * 1000))
+            self.firstByteDeadline = .now + .milliseconds(Int64(Self.milliseconds(self.options.firstByteTimeout)))
             return 0
         }
         return count < 0 ? tp_readfunc_pause() : count

@@ -27,7 +27,8 @@ package struct UpstreamFetcher: Sendable {
         package var caFile: String?
         /// Connect timeout in seconds.
         package var connectTimeout: Double
-        /// Seconds until the response head must have arrived.
+        /// The request's whole life in seconds: connecting, the TLS handshake, the head and
+        /// the last byte of the body must all be done within it.
         package var timeout: Double
         /// Largest body accepted; a larger one fails the request.
         package var maximumBodyBytes: Int
@@ -76,8 +77,9 @@ package struct UpstreamFetcher: Sendable {
             caFile: request.caFile,
             clientCertificate: nil,
             clientKeyPEM: nil,
-            connectTimeout: request.connectTimeout,
-            firstByteTimeout: request.timeout
+            connectTimeout: min(request.connectTimeout, request.timeout),
+            firstByteTimeout: request.timeout,
+            totalTimeout: request.timeout
         )
         let sink = BufferingSink(limit: request.maximumBodyBytes, engine: self.engine, completion: completion)
         let transfer = CurlTransfer(
