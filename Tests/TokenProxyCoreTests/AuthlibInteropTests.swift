@@ -112,16 +112,23 @@ struct AuthlibInteropTests {
         let server = try AuthlibServer()
         // A seed refresh token from a password grant, as a login would have stored.
         let seed = try Self.seedRefreshToken(server)
-        // Tokens live 30 s, inside the 60 s refresh skew: every request refreshes, and Authlib
-        // revokes each refresh token it replaces, so reusing one would fail.
+        // Refreshed tokens live 2 s, inside the 60 s refresh skew: each is used for half its
+        // life, then refreshed, and Authlib revokes each refresh token it replaces, so reusing
+        // one would fail.
         let proxy = try self.proxy(
             server,
             provider: #""grant": "refresh_token", "client_secret": "interop-secret", "refresh_token": "\#(seed)""#
         )
-        for _ in 0..<3 {
-            let response = try self.get(proxy)
-            #expect(response.status == 200)
-            #expect(response.bodyText.contains(#""user":"alice""#))
+        for requests in 2...4 {
+            #expect(
+                eventually {
+                    guard let response = try? self.get(proxy), response.status == 200,
+                        response.bodyText.contains(#""user":"alice""#)
+                    else { return false }
+                    return (try? server.tokenRequests()) == requests
+                },
+                "token request \(requests)"
+            )
         }
         #expect(try server.tokenRequests() == 4)
     }

@@ -5,15 +5,18 @@ import Testing
 
 struct BackgroundRefreshTests {
     @Test func theOldTokenIsServedWhileARefreshRuns() {
-        var cache = TokenCacheStateMachine<Int>(skew: .seconds(10))
+        var cache = TokenCacheStateMachine<Int, String>(skew: .seconds(10))
         let now = ContinuousClock.now
-        _ = cache.request(1, now: now)
+        guard case .startFetch(let first) = cache.request(1, now: now) else {
+            Issue.record("no fetch started")
+            return
+        }
         let old = AccessToken(value: "old", expiresAt: now + .seconds(60))
-        _ = cache.fetchSucceeded(old)
-        let started = cache.beginBackgroundRefresh(of: old)
-        let startedTwice = cache.beginBackgroundRefresh(of: old)
-        #expect(started)
-        #expect(!startedTwice)
+        _ = cache.fetchSucceeded(old, fetch: first)
+        let started = cache.beginBackgroundRefresh(of: old, now: now)
+        let startedTwice = cache.beginBackgroundRefresh(of: old, now: now)
+        #expect(started != nil)
+        #expect(startedTwice == nil)
         guard case .deliver(let served) = cache.request(2, now: now) else {
             Issue.record("the old token was not served during the refresh")
             return
@@ -24,21 +27,29 @@ struct BackgroundRefreshTests {
             return
         }
         let new = AccessToken(value: "new", expiresAt: now + .seconds(120))
-        let released = cache.fetchSucceeded(new)
+        let released = cache.fetchSucceeded(new, fetch: started ?? 0)
         #expect(released == [3])
         #expect(cache.current(now: now) == new)
     }
 
     @Test func aFailedBackgroundRefreshKeepsTheOldToken() {
-        var cache = TokenCacheStateMachine<Int>(skew: .zero)
+        var cache = TokenCacheStateMachine<Int, String>(skew: .zero)
         let now = ContinuousClock.now
-        _ = cache.request(1, now: now)
+        guard case .startFetch(let first) = cache.request(1, now: now) else {
+            Issue.record("no fetch started")
+            return
+        }
         let old = AccessToken(value: "old", expiresAt: now + .seconds(60))
-        _ = cache.fetchSucceeded(old)
-        _ = cache.beginBackgroundRefresh(of: old)
-        let released = cache.fetchFailed()
+        _ = cache.fetchSucceeded(old, fetch: first)
+        let refresh = cache.beginBackgroundRefresh(of: old, now: now)
+        let released = cache.fetchFailed("down", fetch: refresh ?? 0, now: now)
         #expect(released.isEmpty)
         #expect(cache.current(now: now) == old)
+        guard case .deliver(let served) = cache.request(2, now: now + .seconds(1)) else {
+            Issue.record("the old token was not served after the failed refresh")
+            return
+        }
+        #expect(served == old)
     }
 
     @Test func tokensAreRenewedAheadOfExpiryWithoutARequestWaiting() throws {

@@ -28,7 +28,9 @@ struct BadCredentialTests {
             argv: [command],
             cacheSeconds: nil,
             refreshSkewSeconds: 0,
-            timeout: 10
+            timeout: 10,
+            waitSeconds: 10,
+            backoffSeconds: 1
         )
         guard case .failure(let error) = source.waitForToken() else {
             Issue.record("the bad output was accepted")
@@ -36,7 +38,8 @@ struct BadCredentialTests {
         }
         #expect(error.code == .tokenUnavailable)
         #expect(error.message.contains("command output"), "\(error.message)")
-        #expect(try source.waitForToken().get().value == "good-token")
+        // The failed run is remembered for the backoff; the run after it succeeds.
+        #expect(eventually { (try? source.waitForToken().get().value) == "good-token" })
     }
 
     @Test(arguments: ["bad\r\ntoken\n", "bad\u{0}token", "tab\ttoken", " padded", "line\nbreak"])

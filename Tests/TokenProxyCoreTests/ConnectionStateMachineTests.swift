@@ -76,15 +76,16 @@ struct ConnectionStateMachineTests {
         #expect(step15 == .closeNow)
     }
 
-    @Test func halfCloseAfterACompleteRequestStillGetsTheAnswer() {
+    @Test func endOfInputDuringAnExchangeAbortsIt() {
         var machine = ConnectionStateMachine()
         _ = machine.headReceived(keepAlive: true, hasBody: false)
         let step16 = machine.inputEnded()
-        #expect(step16 == .none)
+        #expect(step16 == .closeNow)
+        #expect(machine.isClosed)
         let step17 = machine.responseStarted(closeRequested: false)
         #expect(!step17)
         let step18 = machine.responseFinished()
-        #expect(step18 == .closeAfterFlush)
+        #expect(step18 == .none)
     }
 
     @Test func eofInsideABodyClosesAtOnce() {

@@ -116,14 +116,27 @@ struct LostUpstreamConnectionTests {
         #expect(setup.seenAfterWarmUp == ["GET reused reset", "GET new answered"])
     }
 
-    @Test func aPostIsNotResent() throws {
+    /// A method that is not idempotent never goes out on a connection from the cache, where
+    /// libcurl would send it again by itself if the upstream closed the connection after
+    /// reading it (RFC 9110 §9.2.2).
+    @Test(arguments: [("POST", "not twice"), ("POST", ""), ("PATCH", "once")])
+    func aRequestThatIsNotIdempotentGoesOutOnANewConnection(method: String, body: String) throws {
         let setup = try Setup(reset: Self.resetSecond)
         try setup.warmUp()
 
-        let response = try setup.send("POST", "/api/item", body: "not twice")
+        let response = try setup.send(method, "/api/item", body: body)
+        #expect(response.status == 200)
+        #expect(setup.seenAfterWarmUp == ["\(method) new answered"])
+    }
+
+    @Test(arguments: ["", "body"])
+    func aPostTheUpstreamDropsIsAnsweredOnceAndNeverSentAgain(body: String) throws {
+        let setup = try Setup { _, _ in true }
+
+        let response = try setup.send("POST", "/api/item", body: body)
         #expect(response.status == 502)
         #expect(response.header(ErrorResponse.errorHeaderName) == "upstream_unreachable")
-        #expect(setup.seenAfterWarmUp == ["POST reused reset"])
+        #expect(setup.upstream.seen.map(\.method) == ["POST"])
     }
 
     @Test func aFailureOnANewConnectionIsNotResent() throws {

@@ -29,7 +29,10 @@ struct ReadinessTests {
     @Test func notReadyWhileTheTokenEndpointFailsThenReadyWithoutFurtherTokenRequests() throws {
         let auth = try FakeAuthorizationServer()
         auth.enqueue(.init(status: 401, body: #"{"error": "invalid_client", "error_description": "unknown"}"#))
-        let fixture = try ForwardingFixture(provider: self.clientCredentials(auth))
+        let fixture = try ForwardingFixture(
+            provider: self.clientCredentials(auth),
+            limits: #""token_failure_backoff_seconds": 1"#
+        )
 
         let failing = try self.readyz(fixture)
         #expect(failing.status == 503)
@@ -42,7 +45,10 @@ struct ReadinessTests {
         #expect(!"\(failing.document)".contains("probe-s3cret"))
         #expect(auth.requests.count == 1)
 
-        let ready = try self.readyz(fixture)
+        // Probes during the backoff get the remembered failure, without a token request.
+        #expect(try self.readyz(fixture).status == 503)
+        #expect(auth.requests.count == 1)
+        let ready = try #require(eventually { (try? self.readyz(fixture)).flatMap { $0.status == 200 ? $0 : nil } })
         #expect(ready.status == 200)
         #expect(ready.document["status"] as? String == "ready")
         #expect(ready.providers.first?["state"] as? String == "ready")

@@ -124,6 +124,14 @@ package struct AdminEndpoints: Sendable {
         )
     }
 
+    /// `response` reduced to its status code, for a probe that failed the host or browser
+    /// checks.
+    static func statusOnly(_ response: HTTPResponse) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add(name: "Cache-Control", value: "no-store")
+        return HTTPResponse(status: response.head.status, headers: headers, body: [])
+    }
+
     private static func json(_ value: some Encodable) -> HTTPResponse {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")

@@ -33,6 +33,11 @@ package struct Limits: Sendable, Equatable, Decodable {
     /// every retry, the answer's last byte); past it the request is abandoned and its locks
     /// released. Default 30.
     package var tokenRequestSeconds: Double = 30
+    /// `token_failure_backoff_seconds`: the longest a failed token request is remembered, during
+    /// which requests and probes get its failure instead of a new token request. The first
+    /// failure is remembered for 1 s, each further one in a row twice as long, or as long as
+    /// the endpoint's Retry-After asks, up to this. Default 30.
+    package var tokenFailureBackoffSeconds: Double = 30
     /// `upstream_idle_seconds`: how long a response body may bring no byte before the exchange
     /// is aborted. Default 60.
     package var upstreamIdleSeconds: Double = 60
@@ -66,6 +71,7 @@ package struct Limits: Sendable, Equatable, Decodable {
             ("upstream_first_byte_timeout_seconds", \.upstreamFirstByteTimeoutSeconds),
             ("drain_timeout_seconds", \.drainTimeoutSeconds),
             ("token_request_seconds", \.tokenRequestSeconds),
+            ("token_failure_backoff_seconds", \.tokenFailureBackoffSeconds),
             ("upstream_idle_seconds", \.upstreamIdleSeconds),
         ]
     }

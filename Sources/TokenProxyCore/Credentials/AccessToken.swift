@@ -21,4 +21,17 @@ package struct AccessToken: Sendable, Equatable {
     package static func == (lhs: AccessToken, rhs: AccessToken) -> Bool {
         lhs.value == rhs.value && lhs.expiresAt == rhs.expiresAt
     }
+
+    /// How long before expiry this token counts as stale: `skew`, but never more than half
+    /// the token's lifetime, so a token that lives shorter than the skew is still used for
+    /// part of its life instead of prompting a token request per use.
+    func refreshSkew(_ skew: Duration) -> Duration {
+        guard let expiresAt = self.expiresAt, let obtainedAt = self.obtainedAt else { return skew }
+        return Self.refreshSkew(skew, lifetime: expiresAt - obtainedAt)
+    }
+
+    /// `skew` capped at half of `lifetime` (never below zero).
+    static func refreshSkew(_ skew: Duration, lifetime: Duration) -> Duration {
+        min(skew, max(.zero, lifetime / 2))
+    }
 }

@@ -11,22 +11,39 @@ package final class CommandCredentialSource: CredentialSource {
     private let timeout: Double
     private let cache: SharedTokenCache
 
-    /// Creates the source for provider `name`; a run taking longer than `timeout` is killed.
-    package init(name: String, argv: [String], cacheSeconds: Double?, refreshSkewSeconds: Double, timeout: Double) {
+    /// Creates the source for provider `name`; a run taking longer than `timeout` is killed,
+    /// a request waits `waitSeconds` at most for it, and a failed run is remembered for at most
+    /// `backoffSeconds`.
+    package init(
+        name: String,
+        argv: [String],
+        cacheSeconds: Double?,
+        refreshSkewSeconds: Double,
+        timeout: Double,
+        waitSeconds: Double,
+        backoffSeconds: Double = Limits().tokenFailureBackoffSeconds
+    ) {
         self.name = name
         self.argv = argv
         self.cacheSeconds = cacheSeconds
         self.timeout = timeout
-        self.cache = SharedTokenCache(refreshSkewSeconds: refreshSkewSeconds)
+        self.cache = SharedTokenCache(
+            provider: name,
+            refreshSkewSeconds: refreshSkewSeconds,
+            waitSeconds: waitSeconds,
+            fetchSeconds: timeout,
+            backoffSeconds: backoffSeconds
+        )
     }
 
     /// A cached token, or the result of the one run in flight.
     package func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
-        self.cache.token(completion: completion) {
-            // A thread of its own: the run blocks until the command exits, and a blocked
-            // Dispatch worker would be one fewer for client connections.
-            Thread.detachNewThread { [self] in
-                self.cache.complete(self.run(started: .now))
+        self.cache.token(completion: completion) { fetch in
+            // A thread of its own: the run blocks until the command exits (it is killed at
+            // the timeout), and a blocked Dispatch worker would be one fewer for client
+            // connections.
+            NamedThread.start(named: "tp-token-command") { [self] in
+                self.cache.complete(fetch, self.run(started: .now))
             }
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Synchronization
 
@@ -48,6 +49,31 @@ package final class CredentialRegistry: Sendable {
     ) {
         self.context = Context(fetcher: fetcher, store: store, logger: logger, metrics: metrics)
         self.entries = Mutex(Self.build(configuration, previous: [:], context: self.context))
+        self.watchStore()
+    }
+
+    /// Looks at the store's revision once a second, on a thread of its own (reading the
+    /// store takes its lock and may decrypt it), and tells every source when it changed, so a
+    /// `logout` or `login` in another process takes effect within about a second. The thread
+    /// ends within a second of the registry.
+    private func watchStore() {
+        let store = self.context.store
+        let first = store.revision()
+        NamedThread.start(named: "tp-store-watch") { [weak self] in
+            var seen = first
+            while true {
+                Thread.sleep(forTimeInterval: 1)
+                guard let self else { return }
+                let revision = store.revision()
+                guard revision != seen else { continue }
+                seen = revision
+                guard let contents = try? store.read() else { continue }
+                let sources = self.entries.withLock { $0.values.map(\.source) }
+                for source in sources {
+                    source.storeChanged(contents)
+                }
+            }
+        }
     }
 
     /// The token store the sources share (fixed at start, like the listeners).
@@ -115,7 +141,9 @@ package final class CredentialRegistry: Sendable {
                     argv: argv,
                     cacheSeconds: provider.cacheSeconds,
                     refreshSkewSeconds: provider.refreshSkewSeconds,
-                    timeout: limits.tokenWaitSeconds
+                    timeout: limits.tokenRequestSeconds,
+                    waitSeconds: limits.tokenWaitSeconds,
+                    backoffSeconds: limits.tokenFailureBackoffSeconds
                 )
             }
         }

@@ -11,6 +11,10 @@ package protocol CredentialSource: Sendable {
     /// Forgets `token` if it is still the current one: the upstream refused it (a 401).
     /// A newer token obtained meanwhile is kept.
     func invalidate(_ token: AccessToken)
+
+    /// The token store's contents changed (a `logout`, a `login`, another process): a source
+    /// that caches what the store holds drops what the store no longer has.
+    func storeChanged(_ contents: TokenStoreContents)
 }
 
 extension CredentialSource {
@@ -19,4 +23,7 @@ extension CredentialSource {
 
     /// Forgets `token` if it is still the current one; by default there is nothing to forget.
     package func invalidate(_ token: AccessToken) {}
+
+    /// By default nothing is cached from the store.
+    package func storeChanged(_ contents: TokenStoreContents) {}
 }

@@ -250,7 +250,11 @@ package final class CurlForwarder: RouteForwarder {
             clientKeyPEM: clientKey,
             connectTimeout: limits.upstreamConnectTimeoutSeconds,
             firstByteTimeout: route.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds,
-            freshConnection: freshConnection
+            idleTimeout: limits.upstreamIdleSeconds,
+            // libcurl sends a request again by itself when a connection from its cache turns
+            // out closed before any answer; the upstream may have acted on the first copy, so
+            // a method that is not idempotent (RFC 9110 §9.2.2) never goes out on one.
+            freshConnection: freshConnection || !ReplayStateMachine.isIdempotent(exchange.head.method)
         )
         let bound = QueueBound(exchange, context: exchange.context)
         // Weak: the attempt holds the transfer, which holds this sink.
@@ -281,7 +285,7 @@ package final class CurlForwarder: RouteForwarder {
                 guard let attempt = weakAttempt.value.object, !exchange.isComplete,
                     attempt.resendOnLostConnection()
                 else { return false }
-                logger.debug(
+                logger.info(
                     "resending on a new upstream connection",
                     metadata: ["route": "\(routeName)", "reason": "\(error.message)"]
                 )

@@ -234,16 +234,20 @@ package final class ProxyHandler: HTTPExchangeHandler {
         snapshot: Snapshot
     ) {
         let endpoint = name.hasPrefix("/") ? String(name.dropFirst()) : name
-        if !AdminEndpoints.isProbe(endpoint),
-            let error = snapshot.policy.checkAccess(exchange.head, listener: listener)
-        {
-            self.reject(exchange, error)
+        let refusal = snapshot.policy.checkAccess(exchange.head, listener: listener)
+        if let refusal, !AdminEndpoints.isProbe(endpoint) {
+            self.reject(exchange, refusal)
             return
         }
         self.logAccess(exchange, route: "admin", metricsRoute: ProxyMetrics.adminRoute)
         let bound = QueueBound(exchange, context: exchange.context)
+        // A probe is answered whatever its Host (a kubelet probes the pod's address), but a
+        // request that fails the host or browser checks learns only the status code: the
+        // providers' states and messages stay with those who pass them.
+        let statusOnly = refusal != nil
         snapshot.admin.respond(to: endpoint, method: exchange.head.method) { response in
-            bound.executeNowOrLater { $0.respond(response) }
+            let answer = statusOnly ? AdminEndpoints.statusOnly(response) : response
+            bound.executeNowOrLater { $0.respond(answer) }
         }
     }
 

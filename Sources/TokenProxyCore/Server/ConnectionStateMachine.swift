@@ -132,16 +132,12 @@ struct ConnectionStateMachine: Sendable {
         case .awaitingHead:
             self.state = .closed
             return .closeNow
-        case .exchange(var exchange):
-            // The body was cut short: the exchange cannot complete.
-            guard !exchange.isStreaming else {
-                self.state = .closed
-                return .closeNow
-            }
-            // A client may half-close after a complete request; answer it, then close.
-            exchange.keepAlive = false
-            self.state = .exchange(exchange)
-            return .none
+        case .exchange:
+            // The client went away during the exchange (a body cut short, or a client that
+            // gave up waiting): the exchange is aborted, which ends its upstream transfer and
+            // frees the connection, as nginx does unless told to ignore client aborts.
+            self.state = .closed
+            return .closeNow
         case .lingering:
             // The client read our answer and closed too.
             self.state = .closed

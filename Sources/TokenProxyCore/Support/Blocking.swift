@@ -20,4 +20,24 @@ enum Blocking {
         }
         return value
     }
+
+    /// Starts `operation` and blocks until it calls its completion or `deadline` passes,
+    /// whichever comes first: the value, or nil at the deadline (a later completion is
+    /// dropped).
+    static func wait<Value: Sendable>(
+        until deadline: ContinuousClock.Instant,
+        _ operation: (@escaping @Sendable (Value) -> Void) -> Void
+    ) -> Value? {
+        let semaphore = DispatchSemaphore(value: 0)
+        let result = Mutex<Value?>(nil)
+        operation { value in
+            result.withLock { $0 = value }
+            semaphore.signal()
+        }
+        let remaining = deadline - .now
+        let nanoseconds = max(0, remaining.components.seconds) * 1_000_000_000
+            + max(0, remaining.components.attoseconds / 1_000_000_000)
+        _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds)))
+        return result.withLock { $0.take() }
+    }
 }

@@ -93,6 +93,17 @@ struct CurlEasy {
         return connects == 0
     }
 
+    /// Whether the last transfer got as far as sending its request: connected, TLS done
+    /// (`CURLINFO_PRETRANSFER_TIME_T` is above zero). A timeout after that is the upstream's
+    /// silence, one before it a connection that could not be made.
+    var sentRequest: Bool {
+        var microseconds: curl_off_t = 0
+        guard tp_easy_getinfo_off_t(self.handle, CURLINFO_PRETRANSFER_TIME_T, &microseconds) == CURLE_OK else {
+            return false
+        }
+        return microseconds > 0
+    }
+
     /// Continues a transfer paused by a read or write callback.
     func unpause() {
         curl_easy_pause(self.handle, tp_pause_cont())

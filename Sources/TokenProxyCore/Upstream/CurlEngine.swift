@@ -48,7 +48,7 @@ package final class CurlEngine: @unchecked Sendable {
     private var thread: Thread?
     /// Idle easy handles (engine thread only).
     private var easyPool = CurlEasyPool()
-    /// No transfer's first-byte deadline is earlier than this (engine thread only). It may
+    /// No transfer's deadline (first byte or idle body) is earlier than this (engine thread only). It may
     /// belong to a transfer that has its answer by now; the transfers are only scanned once
     /// it has passed, not on every turn of the loop.
     private var earliestDeadline: ContinuousClock.Instant?
@@ -166,18 +166,20 @@ package final class CurlEngine: @unchecked Sendable {
         }
     }
 
-    /// A transfer's first-byte deadline was set to `deadline`.
+    /// A transfer's deadline was set to `deadline`. A later deadline than the earliest known
+    /// needs nothing: the scan once the earliest passed finds it.
     func deadlineSet(_ deadline: ContinuousClock.Instant) {
         if self.earliestDeadline.map({ deadline < $0 }) ?? true {
             self.earliestDeadline = deadline
         }
     }
 
-    /// Ends the transfers whose first byte is overdue, and finds the next deadline.
+    /// Ends the transfers whose first byte or next body byte is overdue, and finds the next
+    /// deadline.
     private func expireDeadlines(now: ContinuousClock.Instant) {
         var next: ContinuousClock.Instant?
         for transfer in self.transfers.values {
-            guard let deadline = transfer.firstByteDeadline else { continue }
+            guard let deadline = transfer.deadline else { continue }
             if deadline <= now {
                 self.finish(transfer, timedOut: true)
             } else if next.map({ deadline < $0 }) ?? true {

@@ -30,8 +30,9 @@ package final class CurlTransfer: @unchecked Sendable {
         /// The whole life of the transfer, connect to last byte (`CURLOPT_TIMEOUT_MS`); nil for
         /// none (client traffic, whose body may stream for as long as it brings bytes).
         var totalTimeout: Double? = nil
-        /// How long the response may bring no byte once it started; nil for no limit. A transfer
-        /// paused for a slow client does not count as idle.
+        /// How long the response may bring no byte once its head arrived; nil for no limit.
+        /// Time paused for a slow client does not count (the client's own send deadline
+        /// bounds that).
         var idleTimeout: Double? = nil
         /// Whether the request must go out on a new connection rather than one from the cache
         /// (`CURLOPT_FRESH_CONNECT`): for a request sent again after a reused one failed.
@@ -72,11 +73,16 @@ package final class CurlTransfer: @unchecked Sendable {
     private var outbox = CurlDelivery()
     private var outboxQueued = false
     var result: CURLcode = CURLE_OK
-    var firstByteDeadline: ContinuousClock.Instant? {
+    /// When the engine ends the transfer: the first-byte deadline until the response head
+    /// arrived (a miss is 504), then the idle deadline, pushed back by every body byte and
+    /// lifted while the transfer is paused for its client (a miss aborts the client).
+    var deadline: ContinuousClock.Instant? {
         didSet {
-            if let deadline = self.firstByteDeadline { self.engine?.deadlineSet(deadline) }
+            if let deadline = self.deadline { self.engine?.deadlineSet(deadline) }
         }
     }
+    /// The body's idle limit as a duration, computed once.
+    private let idleLimit: Duration?
 
     init(
         request: UpstreamRequest,
@@ -93,6 +99,7 @@ package final class CurlTransfer: @unchecked Sendable {
         self.requestIsHead = request.method == "HEAD"
         self.route = route
         self.provider = provider
+        self.idleLimit = options.idleTimeout.map { .milliseconds(Int64(Self.milliseconds($0))) }
     }
 
     // MARK: Client side (the exchange's queue)
@@ -165,12 +172,6 @@ package final class CurlTransfer: @unchecked Sendable {
         if let total = self.options.totalTimeout {
             // The whole life: connect, TLS handshake, head, and every body byte.
             set(easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(total)))
-        }
-        if let idle = self.options.idleTimeout {
-            // Below one byte a second for `idle` seconds: libcurl leaves a paused transfer
-            // out of this check, so a client that reads slowly is not taken for a stall.
-            set(easy.set(CURLOPT_LOW_SPEED_LIMIT, 1))
-            set(easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(idle.rounded(.up)))))
         }
         if self.options.freshConnection {
             set(easy.set(CURLOPT_FRESH_CONNECT, 1))
@@ -258,7 +259,7 @@ package final class CurlTransfer: @unchecked Sendable {
             return nil
         }
         if self.request.body == .none {
-            self.firstByteDeadline = .now + .milliseconds(Int64(Self.milliseconds(self.options.firstByteTimeout)))
+            self.deadline = .now + .milliseconds(Int64(Self.milliseconds(self.options.firstByteTimeout)))
         }
         return easy
     }
@@ -270,8 +271,12 @@ package final class CurlTransfer: @unchecked Sendable {
         return max(1, Int(min(seconds, Limits.maxSeconds) * 1000))
     }
 
-    /// Continues a paused transfer.
+    /// Continues a paused transfer; a response body waiting for its client counts as idle
+    /// again from now.
     func unpause() {
+        if self.headSent, let idle = self.idleLimit {
+            self.deadline = .now + idle
+        }
         self.easy?.unpause()
     }
 
@@ -317,6 +322,18 @@ package final class CurlTransfer: @unchecked Sendable {
             self.post(end: .abort)
         } else if let headError = self.headError {
             self.post(end: .fail(headError))
+        } else if self.result == CURLE_OPERATION_TIMEDOUT, self.easy?.sentRequest == true {
+            // The whole-life timeout ran out after the request went out: the upstream's silence.
+            self.post(
+                end: .fail(
+                    ProxyError(
+                        .upstreamTimeout,
+                        "the upstream did not answer in time",
+                        route: self.route,
+                        provider: self.provider
+                    )
+                )
+            )
         } else {
             let error = ProxyError(
                 .upstreamUnreachable,
@@ -418,7 +435,9 @@ package final class CurlTransfer: @unchecked Sendable {
         }
         if ended {
             // The request is fully sent: the first-byte deadline starts now.
-            self.firstByteDeadline = .now + .milliseconds(Int64(Self.milliseconds(self.options.firstByteTimeout)))
+            if !self.headSent {
+                self.deadline = .now + .milliseconds(Int64(Self.milliseconds(self.options.firstByteTimeout)))
+            }
             return 0
         }
         return count < 0 ? tp_readfunc_pause() : count
@@ -439,7 +458,7 @@ package final class CurlTransfer: @unchecked Sendable {
                 return false
             }
             self.headSent = true
-            self.firstByteDeadline = nil
+            self.deadline = self.idleLimit.map { .now + $0 }
             self.outbox.head = self.parser.head(
                 requestIsHead: self.requestIsHead,
                 rewriteLocation: self.rewriteLocation
@@ -453,7 +472,14 @@ package final class CurlTransfer: @unchecked Sendable {
     /// when the client has too much in flight or cannot take more. Internal for tests.
     func receivedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         let accepted = self.shared.withLock { $0.flow.responseArrived(bytes.count) }
-        guard accepted else { return tp_writefunc_pause() }
+        guard accepted else {
+            // Waiting for the client is not the upstream's silence.
+            self.deadline = nil
+            return tp_writefunc_pause()
+        }
+        if let idle = self.idleLimit {
+            self.deadline = .now + idle
+        }
         self.outbox.body.append([UInt8](bytes))
         self.outbox.bodyBytes += bytes.count
         self.queueOutbox()

@@ -14,6 +14,7 @@ final class ForwardingFixture {
     init(
         provider: String = #"{"grant": "static", "token": "upstream-token-1"}"#,
         route: String = "",
+        limits: String = "",
         engine: (CurlEngine)? = nil,
         engines: [CurlEngine]? = nil,
         store: (any TokenStore)? = nil,
@@ -24,7 +25,7 @@ final class ForwardingFixture {
     ) throws {
         self.upstream = try upstream ?? FakeUpstream()
         let json = """
-            {"providers": {"svc": \(provider)},
+            {"providers": {"svc": \(provider)}, \(limits.isEmpty ? "" : "\"limits\": {\(limits)},")
              "routes": [
                {"name": "api", "path_prefix": "/api", "upstream": "http://127.0.0.1:\(self.upstream.port)/base",
                 "provider": "svc", "allow_insecure_upstream": true \(route)},

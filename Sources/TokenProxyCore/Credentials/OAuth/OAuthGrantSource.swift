@@ -16,7 +16,6 @@ import Synchronization
 final class OAuthGrantSource: CredentialSource {
     let provider: ProviderConfiguration
     private let client: TokenEndpointClient
-    private let tokenWait: Double
     private let cache: SharedTokenCache
     private let store: any TokenStore
     private let logger: Logger
@@ -44,14 +43,33 @@ final class OAuthGrantSource: CredentialSource {
         }
         self.provider = provider
         self.client = TokenEndpointClient(provider: provider, fetcher: fetcher, limits: limits)
-        self.tokenWait = limits.tokenWaitSeconds
-        self.cache = SharedTokenCache(refreshSkewSeconds: provider.refreshSkewSeconds)
+        self.cache = SharedTokenCache(
+            provider: provider.name,
+            refreshSkewSeconds: provider.refreshSkewSeconds,
+            waitSeconds: limits.tokenWaitSeconds,
+            fetchSeconds: limits.tokenRequestSeconds,
+            backoffSeconds: limits.tokenFailureBackoffSeconds
+        )
         self.store = store
         self.logger = logger
     }
 
     func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
-        self.cache.token(completion: completion) { self.fetch(replacing: nil) }
+        self.cache.token(completion: completion) { self.fetch($0, replacing: nil) }
+    }
+
+    /// The token store changed (a logout, a login, another process): a cached token the
+    /// store no longer holds is dropped, and a remembered failure forgotten, so the next
+    /// request reads the store again.
+    func storeChanged(_ contents: TokenStoreContents) {
+        let stored = contents.grants[self.provider.name]
+        if let cached = self.cache.current {
+            if stored?.accessToken != cached.value || stored?.needsLogin == true {
+                self.cache.reset()
+            }
+        } else if self.cache.rememberedFailure != nil {
+            self.cache.reset()
+        }
     }
 
     /// Forgets `token` if it is still the cached one; the store's copy is not used again.
@@ -61,24 +79,30 @@ final class OAuthGrantSource: CredentialSource {
     }
 
     /// Starts the one fetch on a thread of its own: taking the store lock and writing the
-    /// store block, and a blocked Dispatch worker would be one fewer for connections.
-    /// `replacing` is the token a background refresh renews (the store's copy of it does not
-    /// count as new).
-    private func fetch(replacing: AccessToken?) {
-        let deadline = ContinuousClock.now + BoundedSeconds.duration(self.tokenWait)
-        Thread.detachNewThread { [self] in
-            let outcome = self.fetchHoldingLock(replacing: replacing, deadline: deadline)
+    /// store block, and a blocked Dispatch worker would be one fewer for connections. Every
+    /// step stops at the fetch's deadline. `replacing` is the token a background refresh
+    /// renews (the store's copy of it does not count as new).
+    private func fetch(_ fetch: SharedTokenCache.Fetch, replacing: AccessToken?) {
+        NamedThread.start(named: "tp-token-fetch") { [self] in
+            var asked = Asked()
+            let outcome = self.fetchHoldingLock(replacing: replacing, deadline: fetch.deadline, asked: &asked)
             if case .success(let token) = outcome {
                 self.scheduleBackgroundRefresh(of: token)
                 self.metrics?.tokenObtained(provider: self.provider.name, expiresAt: token.expiresAt)
             }
-            self.cache.complete(outcome)
+            self.cache.complete(
+                fetch,
+                outcome,
+                retryAfter: asked.retryAfter.map { BoundedSeconds.duration($0) },
+                remember: asked.endpoint
+            )
         }
     }
 
     private func fetchHoldingLock(
         replacing: AccessToken?,
-        deadline: ContinuousClock.Instant
+        deadline: ContinuousClock.Instant,
+        asked: inout Asked
     ) -> Result<AccessToken, ProxyError> {
         let name = self.provider.name
         let lock: any TokenStoreLock
@@ -124,7 +148,18 @@ final class OAuthGrantSource: CredentialSource {
             if record?.needsLogin == true {
                 return .failure(self.refreshRefused())
             }
-            refreshToken = record?.refreshToken ?? (try? self.provider.refreshToken?.resolve()).flatMap { $0 }
+            if let stored = record?.refreshToken {
+                refreshToken = stored
+            } else {
+                do {
+                    refreshToken = try self.provider.refreshToken?.resolve()
+                } catch {
+                    return .failure(self.failure("the refresh_token seed cannot be read: \(error)"))
+                }
+                guard refreshToken != nil else {
+                    return .failure(self.failure("no refresh token: the refresh_token seed is empty or missing"))
+                }
+            }
         case .authorizationCode, .deviceCode:
             guard let stored = record?.refreshToken, record?.needsLogin != true else {
                 return .failure(self.loginRequired("no usable token stored"))
@@ -139,7 +174,13 @@ final class OAuthGrantSource: CredentialSource {
         case .success(let built): parameters = built
         }
 
-        let result = Blocking.wait { done in self.client.request(parameters, deadline: deadline, completion: done) }
+        asked.endpoint = true
+        let answer = Blocking.wait(until: deadline + .milliseconds(500)) { done in
+            self.client.request(parameters, deadline: deadline, completion: done)
+        }
+        let result =
+            answer
+            ?? .failure(TokenEndpointClient.Failure(error: self.failure("the token request did not end in time")))
         self.metrics?.tokenRequested(provider: name, succeeded: (try? result.get()) != nil)
         switch result {
         case .success(let issued):
@@ -187,8 +228,17 @@ final class OAuthGrantSource: CredentialSource {
                     stored.configFingerprint = fingerprint
                 }
             }
+            asked.retryAfter = failure.retryAfter
             return .failure(failure.error)
         }
+    }
+
+    /// What a fetch asked of the token endpoint, for the cache's memory of failures.
+    private struct Asked {
+        /// Whether a token request was sent (a failure without one is not remembered).
+        var endpoint = false
+        /// The endpoint's Retry-After, in seconds.
+        var retryAfter: Double?
     }
 
     /// Changes the provider's record in the store. A store that cannot be written is logged:
@@ -242,8 +292,8 @@ final class OAuthGrantSource: CredentialSource {
         let delay = remaining - lead
         guard delay > 0 else { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
-            guard let self, self.cache.beginBackgroundRefresh(of: token) else { return }
-            self.fetch(replacing: token)
+            guard let self, let fetch = self.cache.beginBackgroundRefresh(of: token) else { return }
+            self.fetch(fetch, replacing: token)
         }
     }
 }

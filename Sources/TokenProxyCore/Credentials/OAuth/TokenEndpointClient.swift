@@ -14,6 +14,9 @@ struct TokenEndpointClient: Sendable {
         var oauthError: String?
         /// The `error_description`, when sent.
         var errorDescription: String? = nil
+        /// The endpoint's Retry-After in seconds, when its last answer asked for one: the
+        /// provider waits at least that long before asking again.
+        var retryAfter: Double? = nil
     }
 
     /// A successful answer and when its request was sent, for counting the expiry.
@@ -156,7 +159,7 @@ struct TokenEndpointClient: Sendable {
         bounded.timeout = max(0.001, Double((deadline - sentAt).milliseconds) / 1000)
         self.fetcher.fetch(bounded) { result in
             let retryAfter: Double?
-            let failure: Failure
+            var failure: Failure
             switch result {
             case .failure(let transport):
                 retryAfter = nil
@@ -183,6 +186,7 @@ struct TokenEndpointClient: Sendable {
                         return
                     }
                     retryAfter = Self.retryAfter(response)
+                    failure.retryAfter = retryAfter
                 }
             }
             // Full jitter: a random delay up to the exponential bound, so many proxies that

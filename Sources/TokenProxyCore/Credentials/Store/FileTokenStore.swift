@@ -48,6 +48,14 @@ package final class FileTokenStore: TokenStore {
     /// The file's path, for messages.
     package var location: String { self.path }
 
+    /// The file's device, inode, size and modification time: a write renames a new file
+    /// over the store, so any change shows. nil when there is no file (or it cannot be seen).
+    package func revision() -> String? {
+        var info = stat()
+        guard stat(self.path, &info) == 0 else { return nil }
+        return "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+    }
+
     /// The store-wide lock file, `PATH.lock`.
     var lockPath: String { self.path + ".lock" }
 

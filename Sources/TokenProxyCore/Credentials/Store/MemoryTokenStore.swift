@@ -7,6 +7,7 @@ import Synchronization
 /// provider may both be fetching).
 package final class MemoryTokenStore: TokenStore {
     private let contents = Mutex(TokenStoreContents())
+    private let changes = Atomic<Int>(0)
     private let held = Mutex<Set<String>>([])
 
     /// Creates an empty store.
@@ -19,7 +20,12 @@ package final class MemoryTokenStore: TokenStore {
     }
 
     package func update<Result>(_ body: (inout TokenStoreContents) -> Result) throws(TokenStoreError) -> Result {
-        self.contents.withLock { body(&$0) }
+        defer { self.changes.add(1, ordering: .relaxed) }
+        return self.contents.withLock { body(&$0) }
+    }
+
+    package func revision() -> String? {
+        String(self.changes.load(ordering: .relaxed))
     }
 
     package func lockProvider(

@@ -2,15 +2,27 @@ import Crypto
 import Foundation
 
 extension StoredGrant {
-    /// The stored access token as the proxy holds tokens (expiry on the monotonic clock), if
-    /// there is one and it is still valid `skew` seconds from `now`.
+    /// The stored access token as the proxy holds tokens (expiry and the time it was
+    /// obtained on the monotonic clock), if there is one and it is still valid `skew` seconds
+    /// from `now` (at most half its lifetime, ``AccessToken/refreshSkew(_:lifetime:)``).
     func freshAccessToken(skew: Double, now: Date = Date()) -> AccessToken? {
         // A hand-edited store may hold anything: a value a header cannot carry is not used.
         guard let value = self.accessToken, TokenSyntax.problem(value) == nil else { return nil }
         guard let expiresAt = self.expiresAt else { return AccessToken(value: value) }
         let remaining = expiresAt.timeIntervalSince(now)
-        guard remaining.isFinite, remaining > skew else { return nil }
-        return AccessToken(value: value, expiresAt: .now + BoundedSeconds.duration(remaining))
+        guard remaining.isFinite else { return nil }
+        var skew = BoundedSeconds.duration(skew)
+        var obtainedAt: ContinuousClock.Instant?
+        if let obtained = self.obtainedAt {
+            let lifetime = expiresAt.timeIntervalSince(obtained)
+            let age = now.timeIntervalSince(obtained)
+            if lifetime.isFinite, lifetime > 0, age.isFinite, age >= 0 {
+                skew = AccessToken.refreshSkew(skew, lifetime: BoundedSeconds.duration(lifetime))
+                obtainedAt = .now - BoundedSeconds.duration(age)
+            }
+        }
+        guard BoundedSeconds.duration(max(0, remaining)) > skew else { return nil }
+        return AccessToken(value: value, expiresAt: .now + BoundedSeconds.duration(remaining), obtainedAt: obtainedAt)
     }
 
     /// The record for a token endpoint answer to a request sent at `sentAt`: expiry counts

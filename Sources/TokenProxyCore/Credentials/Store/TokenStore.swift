@@ -21,4 +21,9 @@ package protocol TokenStore: Sendable {
     /// Takes the provider's refresh lock, waiting until `deadline` at most. Blocks the
     /// calling thread: never call it on a Dispatch queue that serves connections.
     func lockProvider(_ name: String, deadline: ContinuousClock.Instant) throws(TokenStoreError) -> any TokenStoreLock
+
+    /// Something that changes whenever the contents may have changed (the file's identity,
+    /// size and modification time; a counter in memory), cheap to ask for; nil when unknown.
+    /// A running proxy compares it once a second to notice a `logout` or `login`.
+    func revision() -> String?
 }
