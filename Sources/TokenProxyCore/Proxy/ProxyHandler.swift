@@ -243,18 +243,13 @@ package final class ProxyHandler: HTTPExchangeHandler {
         self.logAccess(exchange, route: "admin", metricsRoute: ProxyMetrics.adminRoute)
         let bound = QueueBound(exchange, context: exchange.context)
         snapshot.admin.respond(to: endpoint, method: exchange.head.method) { response in
-            bound.executeNowOrLater { $0.respond(response) }
+            bound.executeNowOrLater { $0.answer(response) }
         }
     }
 
     private func reject(_ exchange: HTTPExchange, _ error: ProxyError) {
-        self.logAccess(
-            exchange,
-            route: error.route ?? "-",
-            metricsRoute: error.route ?? ProxyMetrics.noRoute,
-            error: error
-        )
-        exchange.respond(ErrorResponse.response(for: error))
+        self.logAccess(exchange, route: error.route ?? "-", metricsRoute: error.route ?? ProxyMetrics.noRoute)
+        exchange.respond(to: error)
     }
 
     /// Logs a request the connection rejected before it became an exchange.
@@ -273,13 +268,9 @@ package final class ProxyHandler: HTTPExchangeHandler {
 
     /// Counts the exchange in the metrics (under `metricsRoute`, by default `route`) and writes
     /// the access-log line when it ends (`docs/operations.md` "Logs"). The query is never
-    /// logged: it may carry keys.
-    private func logAccess(
-        _ exchange: HTTPExchange,
-        route: String,
-        metricsRoute: String? = nil,
-        error: ProxyError? = nil
-    ) {
+    /// logged: it may carry keys. An answer the proxy made itself brings its `error` code (and
+    /// for a 502 or 504 its `reason`) in the exchange's log fields (``HTTPExchange/answer(_:)``).
+    private func logAccess(_ exchange: HTTPExchange, route: String, metricsRoute: String? = nil) {
         let logger = self.logger
         let metrics = self.metrics
         let logs = logger.logLevel <= .info
@@ -295,9 +286,6 @@ package final class ProxyHandler: HTTPExchangeHandler {
                 "bytes": "\(exchange.responseBodyBytes)",
                 "client": "\(exchange.remoteAddress)",
             ]
-            if let error {
-                metadata["error"] = "\(error.code)"
-            }
             if !finished {
                 metadata["aborted"] = "true"
             }
