@@ -1,12 +1,18 @@
 import Foundation
 import Logging
 import Synchronization
+import TokenProxyCore
 
 /// Writing to standard error, where every command's diagnostics go (stdout carries only
 /// results, such as `token`'s token or `check`'s route table).
 ///
 /// `serve --log-format json` routes these lines through its logger instead, so that every
 /// line on standard error, start-up warnings and fatal errors included, is one JSON object.
+///
+/// A message may quote a peer (a token endpoint's `error_description`, a discovered URL):
+/// every line has its control characters escaped (``TextEscaping``), so one message is
+/// one line however it was made, and a line break is only where a caller passes separate
+/// lines.
 enum Console {
     private static let logger = Mutex<Logger?>(nil)
 
@@ -15,12 +21,17 @@ enum Console {
         self.logger.withLock { $0 = logger }
     }
 
-    /// Writes an error.
-    static func error(_ line: String) {
+    /// Writes an error: each of `lines` on a line of its own (as plain lines, an empty one
+    /// too; through a logger, each non-empty one as an error).
+    static func error(_ lines: String...) {
         if let logger = self.logger.withLock({ $0 }) {
-            logger.error("\(line)")
+            for line in lines where !line.isEmpty {
+                logger.error("\(line)")
+            }
         } else {
-            self.write(line)
+            for line in lines {
+                self.write(line)
+            }
         }
     }
 
@@ -60,8 +71,9 @@ enum Console {
         }
     }
 
+    /// Writes `line`, escaped, and a line feed to standard error.
     private static func write(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        FileHandle.standardError.write(Data((TextEscaping.escape(line) + "\n").utf8))
     }
 }
 

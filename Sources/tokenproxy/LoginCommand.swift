@@ -61,7 +61,7 @@ struct LoginCommand: ParsableCommand {
                 logger: context.logger
             )
             result = login.run(timeout: self.timeout) { prompt in
-                Console.error("Open this URL in a browser to sign in to \(provider.name):\n\n  \(prompt.url)\n")
+                Console.error("Open this URL in a browser to sign in to \(provider.name):", "", "  \(prompt.url)", "")
                 Console.error("Waiting for the browser to return to \(prompt.redirectURI) ...")
                 if !self.noBrowser {
                     Browser.open(prompt.url)
@@ -75,10 +75,10 @@ struct LoginCommand: ParsableCommand {
                 limits: context.configuration.limits
             )
             result = login.run { prompt in
-                Console.error("To sign in to \(provider.name), open\n\n  \(prompt.verificationURI)\n")
-                Console.error("and enter the code:  \(prompt.userCode)\n")
+                Console.error("To sign in to \(provider.name), open", "", "  \(prompt.verificationURI)", "")
+                Console.error("and enter the code:  \(prompt.userCode)", "")
                 if let complete = prompt.verificationURIComplete {
-                    Console.error("(or open \(complete), which includes the code)\n")
+                    Console.error("(or open \(complete), which includes the code)", "")
                 }
                 Console.error("Waiting for approval (the code expires in \(Int(prompt.expiresIn / 60)) minutes) ...")
             }
@@ -153,7 +153,7 @@ extension LoginCommand {
         }
         if !self.oob {
             return login.run(timeout: self.timeout) { prompt in
-                Console.error("Open this URL in a browser to sign in to \(provider.name):\n\n  \(prompt.url)\n")
+                Console.error("Open this URL in a browser to sign in to \(provider.name):", "", "  \(prompt.url)", "")
                 Console.error("Waiting for the browser to return to \(prompt.callback) ...")
                 if !self.noBrowser {
                     Browser.open(prompt.url)
@@ -161,7 +161,7 @@ extension LoginCommand {
             }
         }
         let outcome = login.runOutOfBand { prompt in
-            Console.error("Open this URL in a browser to sign in to \(provider.name):\n\n  \(prompt.url)\n")
+            Console.error("Open this URL in a browser to sign in to \(provider.name):", "", "  \(prompt.url)", "")
             Console.error("The provider then shows a verifier code. Enter it here (or finish later with")
             Console.error("`tokenproxy login \(provider.name) --verifier CODE`):")
         } verifier: {

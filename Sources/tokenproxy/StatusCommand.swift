@@ -25,11 +25,11 @@ struct StatusCommand: ParsableCommand {
         for status in ProviderStatus.all(configuration, contents: contents) {
             rows.append([
                 status.name, status.grant.rawValue, Self.tokenColumn(status), Self.expiry(status.expiresIn),
-                status.lastError.map { Self.shortened($0) } ?? "-",
+                status.lastError.map { Self.shortened(TextEscaping.escape($0)) } ?? "-",
             ])
         }
         print(Self.table(rows), terminator: "")
-        print("token store: \(store.location)")
+        print("token store: \(TextEscaping.escape(store.location))")
         if !contents.pendingRevocations.isEmpty {
             print(
                 "pending revocations: \(contents.pendingRevocations.count) (retried by the next `tokenproxy logout`)"
@@ -68,7 +68,10 @@ struct StatusCommand: ParsableCommand {
         text.count > 60 ? String(text.prefix(57)) + "..." : text
     }
 
-    private static func table(_ rows: [[String]]) -> String {
+    /// The rows as aligned columns, each cell's control characters escaped first (a last
+    /// error quotes the token endpoint), so that a row is one line and the widths hold.
+    private static func table(_ cells: [[String]]) -> String {
+        let rows = cells.map { row in row.map { TextEscaping.escape($0) } }
         let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in
             row.enumerated().map { index, cell in

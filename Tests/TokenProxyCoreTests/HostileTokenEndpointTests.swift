@@ -54,6 +54,19 @@ private final class HostileEndpointFixture {
 }
 
 struct HostileTokenEndpointTests {
+    /// A wrong client secret answered 403 with nothing in the body is a refusal: asked once,
+    /// not again and again until the wait runs out (RFC 9110 §15.5).
+    @Test(arguments: [(403, ""), (400, "<html><body>Bad Request</body></html>"), (401, #"{"message":"no"}"#)])
+    func aClientErrorWithoutAnOAuthErrorIsAskedOnce(status: Int, body: String) throws {
+        let fixture = try HostileEndpointFixture()
+        fixture.auth.enqueue(.init(status: status, body: body))
+        let failed = try fixture.get()
+        #expect(failed.status == 502)
+        #expect(failed.header("X-Tokenproxy-Error") == "token_unavailable")
+        #expect(fixture.auth.requests.count == 1)
+        #expect(fixture.upstreamTokens.isEmpty)
+    }
+
     @Test(arguments: [
         "1e300", "infinity", "nan", "-5", "Thu, 01 Jan 1970 00:00:00 GMT",
         "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "garbage",

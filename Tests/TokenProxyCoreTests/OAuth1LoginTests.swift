@@ -337,7 +337,7 @@ struct OAuth1LoginTests {
         let page = try setup.browser.get(try #require(shown.withLock { $0 }))
         #expect(page.status == 200)
         let verifier = try #require(
-            FormEncoding.decode(String(decoding: page.body, as: UTF8.self)).first { $0.0 == "oauth_verifier" }?.1
+            FormEncoding.decode(String(decoding: page.body, as: UTF8.self))?.first { $0.0 == "oauth_verifier" }?.1
         )
         _ = try setup.login().finish(verifier: verifier + "\n").get()
         let grant = try #require(try setup.store.read().grants["legacy"])
@@ -374,7 +374,8 @@ struct OAuth1LoginTests {
             shown.withLock { $0 = prompt.url }
         } verifier: {
             guard let url = shown.withLock({ $0 }), let page = try? setup.browser.get(url) else { return nil }
-            return FormEncoding.decode(String(decoding: page.body, as: UTF8.self)).first { $0.0 == "oauth_verifier" }?.1
+            let pairs = FormEncoding.decode(String(decoding: page.body, as: UTF8.self))
+            return pairs?.first { $0.0 == "oauth_verifier" }?.1
         }
         #expect(try result.get() != nil)
         let proxy = try setup.proxy()
@@ -396,7 +397,7 @@ struct OAuth1LoginTests {
         )
         let page = try setup.browser.get(String(url))
         let verifier = try #require(
-            FormEncoding.decode(String(decoding: page.body, as: UTF8.self)).first { $0.0 == "oauth_verifier" }?.1
+            FormEncoding.decode(String(decoding: page.body, as: UTF8.self))?.first { $0.0 == "oauth_verifier" }?.1
         )
         let finished = try TokenProxyBinary.run(["login", "legacy", "--verifier", verifier, "--config", config])
         #expect(finished.status == 0, "\(finished.stderr)")

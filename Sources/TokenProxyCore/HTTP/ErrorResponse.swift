@@ -29,13 +29,32 @@ package enum ErrorResponse {
             // RFC 9110 §15.5.6: a 405 lists the methods the target does support.
             headers.add(name: "Allow", value: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
         }
-        return HTTPResponse(
+        var response = HTTPResponse(
             status: error.code.status,
             headers: headers,
             body: JSONOutput.encode(body),
             closeConnection: error.code.closesConnection
         )
+        response.error = error
+        return response
     }
+
+    /// The access-log fields of an answer to `error` (`docs/operations.md`, "Logs"): `error`,
+    /// its code, always; `reason`, its message, for a 502 or 504, where the code alone does not
+    /// say which peer failed how. The message is the one the client's body carries, so it
+    /// holds no secret; the log handler escapes its control characters.
+    package static func logFields(for error: ProxyError) -> [(key: String, value: String)] {
+        let status = error.code.status
+        guard status == 502 || status == 504 else {
+            return [(self.errorField, error.code.description)]
+        }
+        return [(self.errorField, error.code.description), (self.reasonField, error.message)]
+    }
+
+    /// The access-log field naming an error answer's code.
+    package static let errorField = "error"
+    /// The access-log field holding a 502 or 504 answer's message.
+    package static let reasonField = "reason"
 }
 
 extension ErrorResponse {

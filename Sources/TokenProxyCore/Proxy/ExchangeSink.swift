@@ -57,7 +57,7 @@ final class ExchangeSink: CurlResponseSink {
                 transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
                 if delivery.end != nil {
                     if let refusal = state.refusal {
-                        exchange.respond(ErrorResponse.response(for: refusal))
+                        exchange.respond(to: refusal)
                         onComplete(.failed(refusal))
                     } else {
                         self.onSwallowedResponseEnd()
@@ -87,7 +87,7 @@ final class ExchangeSink: CurlResponseSink {
                 case .fail(let error)?, .lostReusedConnection(let error)?:
                     exchange.logFields[ExchangeMetrics.upstreamErrorField] =
                         error.code == .upstreamTimeout ? "timeout" : "unreachable"
-                    exchange.respond(ErrorResponse.response(for: error))
+                    exchange.respond(to: error)
                     onComplete(.failed(error))
                 case nil:
                     break

@@ -252,13 +252,8 @@ package final class ProxyHandler: HTTPExchangeHandler {
     }
 
     private func reject(_ exchange: HTTPExchange, _ error: ProxyError) {
-        self.logAccess(
-            exchange,
-            route: error.route ?? "-",
-            metricsRoute: error.route ?? ProxyMetrics.noRoute,
-            error: error
-        )
-        exchange.respond(ErrorResponse.response(for: error))
+        self.logAccess(exchange, route: error.route ?? "-", metricsRoute: error.route ?? ProxyMetrics.noRoute)
+        exchange.respond(to: error)
     }
 
     /// Logs a request the connection rejected before it became an exchange.
@@ -277,13 +272,9 @@ package final class ProxyHandler: HTTPExchangeHandler {
 
     /// Counts the exchange in the metrics (under `metricsRoute`, by default `route`) and writes
     /// the access-log line when it ends (`docs/operations.md` "Logs"). The query is never
-    /// logged: it may carry keys.
-    private func logAccess(
-        _ exchange: HTTPExchange,
-        route: String,
-        metricsRoute: String? = nil,
-        error: ProxyError? = nil
-    ) {
+    /// logged: it may carry keys. An answer the proxy made itself brings its `error` code (and
+    /// for a 502 or 504 its `reason`) in the exchange's log fields (``HTTPExchange/answer(_:)``).
+    private func logAccess(_ exchange: HTTPExchange, route: String, metricsRoute: String? = nil) {
         let logger = self.logger
         let metrics = self.metrics
         let logs = logger.logLevel <= .info
@@ -299,9 +290,6 @@ package final class ProxyHandler: HTTPExchangeHandler {
                 "bytes": "\(exchange.responseBodyBytes)",
                 "client": "\(exchange.remoteAddress)",
             ]
-            if let error {
-                metadata["error"] = "\(error.code)"
-            }
             if !finished {
                 metadata["aborted"] = "true"
             }

@@ -9,13 +9,11 @@ package struct UnavailableForwarder: RouteForwarder {
     /// Answers 502 `upstream_unreachable`.
     package func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
         exchange.respond(
-            ErrorResponse.response(
-                for: ProxyError(
-                    .upstreamUnreachable,
-                    "no upstream engine is available in this build",
-                    route: match.route.name,
-                    provider: match.route.provider
-                )
+            to: ProxyError(
+                .upstreamUnreachable,
+                "no upstream engine is available in this build",
+                route: match.route.name,
+                provider: match.route.provider
             )
         )
     }

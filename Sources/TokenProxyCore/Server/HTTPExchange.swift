@@ -125,6 +125,13 @@ package final class HTTPExchange {
     package func respond(_ response: HTTPResponse) {
         self.assertInContext()
         guard !self.responseStarted, !self.isComplete else { return }
+        if let error = response.error {
+            // The proxy's own answer: its code (and for a 502 or 504 its reason) go to the
+            // access line.
+            for field in ErrorResponse.logFields(for: error) {
+                self.logFields[field.key] = field.value
+            }
+        }
         self.responseStatus = response.head.status
         self.responseBodyBytes = response.body.count
         self.isComplete = true

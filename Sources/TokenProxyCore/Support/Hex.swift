@@ -1,6 +1,7 @@
 import Foundation
 
-/// Lowercase hexadecimal, for random ids and digests.
+/// Lowercase hexadecimal, for random ids and digests; either case read back, for percent
+/// escapes.
 enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
@@ -13,5 +14,15 @@ enum Hex {
             text.append(self.digits[Int(byte & 0x0f)])
         }
         return String(decoding: text, as: UTF8.self)
+    }
+
+    /// The value of one hex digit (`0-9`, `a-f`, `A-F`), or nil for any other byte.
+    static func value(of digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
+        default: return nil
+        }
     }
 }

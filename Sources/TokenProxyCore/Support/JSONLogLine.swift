@@ -100,10 +100,26 @@ struct JSONLogLine {
         return true
     }
 
-    /// A JSON string (RFC 8259 §7): quote, backslash and control characters escaped.
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// A JSON string (RFC 8259 §7): quote, backslash and control characters escaped. C1
+    /// control characters (U+0080 to U+009F, two bytes in UTF-8: 0xC2 then 0x80 to 0x9F) are
+    /// escaped too, though JSON allows them raw: a terminal showing the line could take
+    /// U+009B for the start of an escape sequence (``TextEscaping``).
     static func appendString(_ value: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
+        var afterC2 = false
         for byte in value.utf8 {
+            if afterC2 {
+                afterC2 = false
+                if byte <= 0x9F {
+                    bytes.append(contentsOf: #"\u00"#.utf8)
+                    bytes.append(Self.hexDigits[Int(byte >> 4)])
+                    bytes.append(Self.hexDigits[Int(byte & 0xF)])
+                    continue
+                }
+                bytes.append(0xC2)
+            }
             switch byte {
             case UInt8(ascii: "\""): bytes.append(contentsOf: #"\""#.utf8)
             case UInt8(ascii: "\\"): bytes.append(contentsOf: #"\\"#.utf8)
@@ -111,12 +127,15 @@ struct JSONLogLine {
             case UInt8(ascii: "\r"): bytes.append(contentsOf: #"\r"#.utf8)
             case UInt8(ascii: "\t"): bytes.append(contentsOf: #"\t"#.utf8)
             case 0..<0x20, 0x7F:
-                let hex = Array("0123456789abcdef".utf8)
                 bytes.append(contentsOf: #"\u00"#.utf8)
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0xF)])
+                bytes.append(Self.hexDigits[Int(byte >> 4)])
+                bytes.append(Self.hexDigits[Int(byte & 0xF)])
+            case 0xC2: afterC2 = true
             default: bytes.append(byte)
             }
+        }
+        if afterC2 {
+            bytes.append(0xC2)
         }
         bytes.append(UInt8(ascii: "\""))
     }

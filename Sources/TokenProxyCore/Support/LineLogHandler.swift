@@ -14,9 +14,12 @@ import Logging
 ///   (`2026-11-23T14:18:02+0000 info tokenproxy: key=value ... [Module] message`), but
 ///   cheaper for an access log of one line per request: the local time comes from
 ///   `localtime_r`, since `localtime` makes glibc `stat` `/etc/localtime` for every line, and
-///   metadata is merged only when both sides have some.
+///   metadata is merged only when both sides have some. The message and every metadata key
+///   and value have their control characters escaped (``TextEscaping``): a peer's text
+///   quoted in a message cannot end the line or reach the terminal as an escape sequence.
 /// - `json`: one object per line with Elastic Common Schema field names (``JSONLogLine``):
-///   `@timestamp`, `log.level`, `log.logger`, `message`, then the metadata.
+///   `@timestamp`, `log.level`, `log.logger`, `message`, then the metadata; JSON's string
+///   escapes cover control characters there.
 package struct LineLogHandler: LogHandler {
     /// How a line is written; the raw values are `--log-format`'s.
     package enum Format: String, Sendable, CaseIterable {
@@ -73,14 +76,14 @@ package struct LineLogHandler: LogHandler {
         line += ":"
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
             line += " "
-            line += key
+            line += TextEscaping.escape(key)
             line += "="
-            line += "\(value)"
+            line += TextEscaping.escape("\(value)")
         }
         line += " ["
         line += event.source
         line += "] "
-        line += "\(event.message)"
+        line += TextEscaping.escape("\(event.message)")
         line += "\n"
         return line
     }

@@ -20,7 +20,8 @@ enum Redaction {
 
     /// The secret values in a form-encoded body, and the client secret.
     static func secrets(inForm body: [UInt8]?, clientSecret: String?) -> [String] {
-        var secrets = FormEncoding.decode(String(decoding: body ?? [], as: UTF8.self))
+        // The body is one the proxy encoded, so it decodes.
+        var secrets = (FormEncoding.decode(String(decoding: body ?? [], as: UTF8.self)) ?? [])
             .filter { self.secretParameters.contains($0.0) }
             .map(\.1)
         if let clientSecret { secrets.append(clientSecret) }

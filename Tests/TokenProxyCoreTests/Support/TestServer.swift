@@ -113,10 +113,18 @@ enum TestLogging {
 final class CapturedLogs: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [String] = []
+    private var records: [(message: String, metadata: [String: String])] = []
 
     var text: String { self.lock.withLock { self.lines.joined(separator: "\n") } }
 
+    /// Every event's message and metadata, in order, values whole (spaces included).
+    var events: [(message: String, metadata: [String: String])] { self.lock.withLock { self.records } }
+
     func append(_ line: String) { self.lock.withLock { self.lines.append(line) } }
+
+    func append(message: String, metadata: [String: String]) {
+        self.lock.withLock { self.records.append((message, metadata)) }
+    }
 
     /// A logger writing here at `trace` level, so nothing is filtered out.
     func logger() -> Logger {
@@ -139,5 +147,6 @@ struct CapturingLogHandler: LogHandler {
     func log(event: LogEvent) {
         let all = self.metadata.merging(event.metadata ?? [:]) { $1 }
         self.sink.append("\(event.level) \(event.message) \(all.map { "\($0)=\($1)" }.sorted().joined(separator: " "))")
+        self.sink.append(message: "\(event.message)", metadata: all.mapValues { "\($0)" })
     }
 }

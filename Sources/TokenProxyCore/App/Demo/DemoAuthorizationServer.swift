@@ -48,14 +48,11 @@ package final class DemoAuthorizationServer: HTTPExchangeHandler, Sendable {
         guard head.method == "POST", head.path == "/token" else {
             return Self.json(404, ["error": "invalid_request", "error_description": "POST /token"])
         }
-        var fields: [String: String] = [:]
-        for pair in form.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map {
-                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
-            }
-            fields[parts[0]] = parts.count > 1 ? parts[1] : ""
+        guard let fields = FormEncoding.decode(form) else {
+            return Self.json(400, ["error": "invalid_request", "error_description": "malformed form"])
         }
-        guard fields["grant_type"] == "client_credentials" else {
+        // RFC 6749 §3.2: a parameter given twice is refused, as a missing one is.
+        guard FormEncoding.single("grant_type", in: fields) == "client_credentials" else {
             return Self.json(400, ["error": "unsupported_grant_type"])
         }
         let expected = "Basic " + Data("\(self.clientID):\(self.clientSecret)".utf8).base64EncodedString()

@@ -27,7 +27,7 @@ final class LoopbackCallbackHandler: HTTPExchangeHandler {
             return
         }
         // A pair that cannot be decoded could hide a second `state` or `oauth_token`.
-        guard let parameters = exchange.head.query.map({ FormEncoding.decodeStrictly($0) }) ?? [] else {
+        guard let parameters = exchange.head.query.map({ FormEncoding.decode($0) }) ?? [] else {
             exchange.respond(Self.page(400, "Not this login", "The query is malformed; nothing was done."))
             return
         }

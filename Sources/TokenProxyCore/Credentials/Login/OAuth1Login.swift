@@ -273,11 +273,11 @@ package final class OAuth1Login: Sendable {
             response = answered
         }
         // Providers answer form-encoded whatever Content-Type they label it with.
-        let text = String(decoding: response.body, as: UTF8.self)
-        let pairs = FormEncoding.decode(text)
+        // One decoder, strict: a pair that cannot be read could be a second `oauth_token`.
+        let pairs = String(validating: response.body, as: UTF8.self).flatMap { FormEncoding.decode($0) }
         guard (200..<300).contains(response.status) else {
             let problem =
-                OAuth1Problem.named(inForm: pairs)
+                pairs.flatMap { OAuth1Problem.named(inForm: $0) }
                 ?? OAuth1Problem.named(in: response.headers.values("WWW-Authenticate"))
             return .failure(
                 LoginError(
@@ -287,10 +287,10 @@ package final class OAuth1Login: Sendable {
                 )
             )
         }
-        guard let strict = FormEncoding.decodeStrictly(text) else {
+        guard let pairs else {
             return .failure(LoginError(.exchangeFailed, "\(endpoint) answered with a malformed form (\(what))"))
         }
-        return .success(strict)
+        return .success(pairs)
     }
 
     /// `oauth_token` and `oauth_token_secret` of an answer from `endpoint`, each present once.
@@ -302,7 +302,10 @@ package final class OAuth1Login: Sendable {
             let secret = FormEncoding.single("oauth_token_secret", in: pairs)
         else {
             return .failure(
-                LoginError(.exchangeFailed, "the \(endpoint) answer lacks oauth_token or oauth_token_secret")
+                LoginError(
+                    .exchangeFailed,
+                    "the \(endpoint) answer lacks oauth_token or oauth_token_secret, or repeats one"
+                )
             )
         }
         // The token goes into every request's header (percent-encoded) and both into the

@@ -92,14 +92,18 @@ enum TokenResponseParser {
     }
 
     /// A form answer as the fields a JSON answer would have, every value a string; a name
-    /// given twice, an empty answer or one that is not UTF-8 is refused.
+    /// given twice, an empty answer, one that is not UTF-8 or one with a broken percent
+    /// escape (``FormEncoding/decode(_:)``) is refused.
     static func formObject(_ body: [UInt8], status: Int) -> Result<[String: Any], TokenEndpointError> {
         guard !body.isEmpty else { return .failure(TokenEndpointError(problem: "empty answer", status: status)) }
         guard let text = String(validating: body, as: UTF8.self) else {
             return .failure(TokenEndpointError(problem: "form answer is not UTF-8", status: status))
         }
+        guard let pairs = FormEncoding.decode(text) else {
+            return .failure(TokenEndpointError(problem: "form answer is malformed", status: status))
+        }
         var fields: [String: Any] = [:]
-        for (name, value) in FormEncoding.decode(text) {
+        for (name, value) in pairs {
             guard fields.updateValue(value, forKey: name) == nil else {
                 return .failure(TokenEndpointError(problem: "form answer repeats a parameter", status: status))
             }

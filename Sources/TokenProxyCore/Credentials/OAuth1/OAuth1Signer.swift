@@ -89,9 +89,15 @@ struct OAuth1Signer: Sendable {
         protocolParameters += extra
 
         // §3.4.1.3.1: the query and the form body as the client sent them, decoded once.
-        var requestParameters = Self.decodeForm(components.percentEncodedQuery ?? "")
+        // One that cannot be decoded cannot be signed as the server will read it.
+        guard var requestParameters = Self.decodeForm(components.percentEncodedQuery ?? "") else {
+            throw Failure(description: "the query is not a decodable form (a broken %-escape or not UTF-8)")
+        }
         if let formBody {
-            requestParameters += Self.decodeForm(String(decoding: formBody, as: UTF8.self))
+            guard let text = String(validating: formBody, as: UTF8.self), let body = Self.decodeForm(text) else {
+                throw Failure(description: "the form body is not decodable (a broken %-escape or not UTF-8)")
+            }
+            requestParameters += body
         }
         let parameters = Self.normalise(requestParameters + protocolParameters)
         let baseString = [
@@ -174,16 +180,10 @@ struct OAuth1Signer: Sendable {
     }
 
     /// `application/x-www-form-urlencoded` pairs decoded once (`+` is a space), in order;
-    /// a name without `=` has an empty value (§3.4.1.3.1).
-    static func decodeForm(_ text: String) -> [Parameter] {
-        text.split(separator: "&", omittingEmptySubsequences: true).map { pair in
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let decode = { (part: Substring) -> String in
-                let spaced = part.replacingOccurrences(of: "+", with: " ")
-                return spaced.removingPercentEncoding ?? spaced
-            }
-            return Parameter(name: decode(parts[0]), value: parts.count > 1 ? decode(parts[1]) : "")
-        }
+    /// a name without `=` has an empty value (§3.4.1.3.1). Nil when ``FormEncoding`` cannot
+    /// decode `text`.
+    static func decodeForm(_ text: String) -> [Parameter]? {
+        FormEncoding.decode(text)?.map { Parameter(name: $0.0, value: $0.1) }
     }
 
     /// §3.6: every byte of the UTF-8 form except the unreserved characters
