@@ -49,7 +49,8 @@ extension TokenEndpointClient {
     /// line's own) until the login's `deadline`. Discovery is done first within that
     /// deadline; the endpoints then come from what it cached.
     func loginEndpoints(deadline: LoginDeadline) -> Result<DiscoveredEndpoints, LoginError> {
-        let found = deadline.wait(Self.discoveryStep) { (done: @escaping @Sendable (Result<Void, ProxyError>) -> Void) in
+        let found = deadline.wait(Self.discoveryStep) {
+            (done: @escaping @Sendable (Result<Void, ProxyError>) -> Void) in
             guard let discovery = self.discovery else {
                 done(.success(()))
                 return
