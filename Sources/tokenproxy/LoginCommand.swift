@@ -12,8 +12,13 @@ struct LoginCommand: ParsableCommand {
     @OptionGroup var options: ConfigOption
     @Argument(help: "Provider name.") var provider: String
 
-    @Option(help: "Seconds to wait for the browser to come back (authorization_code, oauth1), 1 to 86400.")
-    var timeout: Double = 300
+    @Option(
+        help: """
+            Seconds the whole login may take (every request, the wait for the browser, the person or the \
+            approval, storing), 1 to 86400; default 300, for device_code until the code expires.
+            """
+    )
+    var timeout: Double?
 
     @Flag(help: "Print the authorization URL without trying to open a browser.")
     var noBrowser = false
@@ -28,7 +33,7 @@ struct LoginCommand: ParsableCommand {
     var verifier: String?
 
     func validate() throws {
-        guard self.timeout >= 1, self.timeout <= 86400 else {
+        if let timeout = self.timeout, !(timeout >= 1 && timeout <= 86400) {
             throw ValidationError("--timeout must be from 1 to 86400 seconds")
         }
         if self.oob, self.verifier != nil {
@@ -60,7 +65,7 @@ struct LoginCommand: ParsableCommand {
                 limits: context.configuration.limits,
                 logger: context.logger
             )
-            result = login.run(timeout: self.timeout) { prompt in
+            result = login.run(timeout: self.seconds) { prompt in
                 Console.error("Open this URL in a browser to sign in to \(provider.name):", "", "  \(prompt.url)", "")
                 Console.error("Waiting for the browser to return to \(prompt.redirectURI) ...")
                 if !self.noBrowser {
@@ -74,7 +79,8 @@ struct LoginCommand: ParsableCommand {
                 store: context.store,
                 limits: context.configuration.limits
             )
-            result = login.run { prompt in
+            // The device code's lifetime (a day at most) ends the polling unless --timeout does first.
+            result = login.run(timeout: self.timeout ?? 86400) { prompt in
                 Console.error("To sign in to \(provider.name), open", "", "  \(prompt.verificationURI)", "")
                 Console.error("and enter the code:  \(prompt.userCode)", "")
                 if let complete = prompt.verificationURIComplete {
@@ -114,6 +120,9 @@ struct LoginCommand: ParsableCommand {
 }
 
 extension LoginCommand {
+    /// The login's whole allowance: `--timeout`, else 300 seconds.
+    private var seconds: Double { self.timeout ?? 300 }
+
     /// The OAuth 1.0a login (docs/oauth1.md, "Signing in"): with the loopback callback, out
     /// of band, or the out-of-band login's second step. Nil when an out-of-band login waits
     /// for `--verifier`.
@@ -143,8 +152,8 @@ extension LoginCommand {
             logger: context.logger
         )
         if let verifier = self.verifier {
-            let finished = login.finish(verifier: verifier)
-            if case .failure(let error) = finished, error.code == .exchangeFailed {
+            let finished = login.finish(verifier: verifier, timeout: self.seconds)
+            if case .failure(let error) = finished, error.code == .exchangeFailed || error.code == .timedOut {
                 Console.error(
                     "(the login still waits: `tokenproxy login \(provider.name) --verifier CODE` may be tried again)"
                 )
@@ -152,7 +161,7 @@ extension LoginCommand {
             return finished
         }
         if !self.oob {
-            return login.run(timeout: self.timeout) { prompt in
+            return login.run(timeout: self.seconds) { prompt in
                 Console.error("Open this URL in a browser to sign in to \(provider.name):", "", "  \(prompt.url)", "")
                 Console.error("Waiting for the browser to return to \(prompt.callback) ...")
                 if !self.noBrowser {
@@ -160,7 +169,7 @@ extension LoginCommand {
                 }
             }
         }
-        let outcome = login.runOutOfBand { prompt in
+        let outcome = login.runOutOfBand(timeout: self.seconds) { prompt in
             Console.error("Open this URL in a browser to sign in to \(provider.name):", "", "  \(prompt.url)", "")
             Console.error("The provider then shows a verifier code. Enter it here (or finish later with")
             Console.error("`tokenproxy login \(provider.name) --verifier CODE`):")
@@ -169,7 +178,7 @@ extension LoginCommand {
         }
         switch outcome {
         case .failure(let error):
-            if error.code == .exchangeFailed || error.code == .callbackRejected {
+            if error.code == .exchangeFailed || error.code == .callbackRejected || error.code == .timedOut {
                 Console.error(
                     "(the login still waits: `tokenproxy login \(provider.name) --verifier CODE` may be tried again)"
                 )

@@ -64,7 +64,8 @@ struct LogoutCommand: ParsableCommand {
         }
         for pending in report.pending {
             Console.error(
-                "revocation pending (\(pending)): kept in the store and retried by the next `tokenproxy logout`"
+                "revocation failed (\(pending)); the token is deleted here but may still be valid at the provider: "
+                    + "kept as a pending revocation, sent again by the next `tokenproxy logout`"
             )
         }
         for refused in report.refused {

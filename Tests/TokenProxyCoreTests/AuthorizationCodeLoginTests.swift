@@ -209,6 +209,7 @@ private func onThread(_ body: @escaping @Sendable () -> Void) {
             return
         }
         #expect(error.code == .timedOut)
+        #expect(error.message.contains("waiting for the browser"))
     }
 
     @Test func pkceVerifierAndChallenge() {

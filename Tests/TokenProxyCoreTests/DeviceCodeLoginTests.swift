@@ -17,7 +17,7 @@ import Testing
             limits: fixture.limits,
             sleep: { seconds in waits.withLock { $0.append(seconds) } }
         )
-        let result = login.run { prompt in prompts.withLock { $0.append(prompt) } }
+        let result = login.run(timeout: 300) { prompt in prompts.withLock { $0.append(prompt) } }
         return (result, waits.withLock { $0 }, prompts.withLock { $0 })
     }
 

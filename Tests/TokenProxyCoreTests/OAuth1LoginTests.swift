@@ -257,7 +257,7 @@ struct OAuth1LoginTests {
                 configFingerprint: try? setup.provider.tokenFingerprint()
             )
         }
-        guard case .failure(let error) = try setup.login().finish(verifier: "v") else {
+        guard case .failure(let error) = try setup.login().finish(verifier: "v", timeout: 30) else {
             Issue.record("a damaged waiting login was finished")
             return
         }
@@ -325,7 +325,7 @@ struct OAuth1LoginTests {
     @Test func theOutOfBandLoginFinishesWithTheVerifierLater() throws {
         let setup = try self.setUp()
         let shown = Mutex<String?>(nil)
-        let first = try setup.login().runOutOfBand { prompt in
+        let first = try setup.login().runOutOfBand(timeout: 30) { prompt in
             #expect(prompt.callback == "oob")
             shown.withLock { $0 = prompt.url }
         } verifier: {
@@ -339,13 +339,13 @@ struct OAuth1LoginTests {
         let verifier = try #require(
             FormEncoding.decode(String(decoding: page.body, as: UTF8.self))?.first { $0.0 == "oauth_verifier" }?.1
         )
-        _ = try setup.login().finish(verifier: verifier + "\n").get()
+        _ = try setup.login().finish(verifier: verifier + "\n", timeout: 30).get()
         let grant = try #require(try setup.store.read().grants["legacy"])
         #expect(grant.accessToken != nil && grant.tokenSecret != nil)
         #expect(grant.pendingLogin == nil)
         #expect(try setup.accessTokensIssued() == 1)
 
-        guard case .failure(let again) = try setup.login().finish(verifier: verifier) else {
+        guard case .failure(let again) = try setup.login().finish(verifier: verifier, timeout: 30) else {
             Issue.record("a spent verifier was exchanged again")
             return
         }
@@ -355,7 +355,7 @@ struct OAuth1LoginTests {
     /// A logout deletes an out-of-band login still waiting for its verifier.
     @Test func aLogoutDeletesAWaitingLogin() throws {
         let setup = try self.setUp()
-        _ = try setup.login().runOutOfBand { _ in
+        _ = try setup.login().runOutOfBand(timeout: 30) { _ in
         } verifier: {
             nil
         }.get()
@@ -370,10 +370,11 @@ struct OAuth1LoginTests {
     @Test func theOutOfBandLoginTakesTheVerifierAtOnce() throws {
         let setup = try self.setUp(.hmacSHA256)
         let shown = Mutex<String?>(nil)
-        let result = try setup.login().runOutOfBand { prompt in
+        let browser = setup.browser
+        let result = try setup.login().runOutOfBand(timeout: 30) { prompt in
             shown.withLock { $0 = prompt.url }
         } verifier: {
-            guard let url = shown.withLock({ $0 }), let page = try? setup.browser.get(url) else { return nil }
+            guard let url = shown.withLock({ $0 }), let page = try? browser.get(url) else { return nil }
             let pairs = FormEncoding.decode(String(decoding: page.body, as: UTF8.self))
             return pairs?.first { $0.0 == "oauth_verifier" }?.1
         }

@@ -21,7 +21,7 @@ package final class AuthorizationCodeLogin: Sendable {
     private let provider: ProviderConfiguration
     private let client: TokenEndpointClient
     private let storage: LoginStorage
-    private let tokenWait: Double
+    private let requestSeconds: Double
     private let logger: Logger
 
     /// A login for `provider`, storing the tokens in `store`.
@@ -35,16 +35,20 @@ package final class AuthorizationCodeLogin: Sendable {
         self.provider = provider
         self.client = TokenEndpointClient(provider: provider, fetcher: fetcher, limits: limits)
         self.storage = LoginStorage(provider: provider, store: store, lockWait: limits.tokenWaitSeconds)
-        self.tokenWait = limits.tokenWaitSeconds
+        self.requestSeconds = limits.tokenRequestSeconds
         self.logger = logger
     }
 
+    /// What the login is doing while it exchanges the code.
+    private static let exchangeStep = "exchanging the code at the token endpoint"
+
     /// Runs the login: `present` gets the URL once the listener is up; the tokens are stored
-    /// when the browser comes back with a code and the exchange succeeds, or the login fails
-    /// after `timeout` seconds.
+    /// when the browser comes back with a code and the exchange succeeds. The whole login,
+    /// discovery and storing included, ends within `timeout` seconds (``LoginDeadline``).
     package func run(timeout: Double, present: (Prompt) -> Void) -> Result<LoginResult, LoginError> {
+        let deadline = LoginDeadline(seconds: timeout)
         let endpoints: DiscoveredEndpoints
-        switch self.client.loginEndpoints() {
+        switch self.client.loginEndpoints(deadline: deadline) {
         case .failure(let error): return .failure(error)
         case .success(let found): endpoints = found
         }
@@ -89,7 +93,7 @@ package final class AuthorizationCodeLogin: Sendable {
         present(Prompt(url: authorizationEndpoint + separator + FormEncoding.encode(query), redirectURI: redirectURI))
 
         return listener.conclude(
-            timeout: timeout,
+            deadline: deadline,
             signedIn: "tokenproxy stored the tokens for \(self.provider.name). You can close this tab."
         ) { code in
             // RFC 6749 §4.1.3, with the PKCE verifier (RFC 7636 §4.5).
@@ -97,17 +101,28 @@ package final class AuthorizationCodeLogin: Sendable {
             if let pkce {
                 parameters.append(("code_verifier", pkce.verifier))
             }
-            return self.exchange(parameters)
+            return self.exchange(parameters, deadline: deadline)
         }
     }
 
-    private func exchange(_ parameters: [(String, String)]) -> Result<LoginResult, LoginError> {
-        let deadline = ContinuousClock.now + BoundedSeconds.duration(self.tokenWait)
-        switch Blocking.wait({ done in self.client.request(parameters, deadline: deadline, completion: done) }) {
-        case .failure(let failure):
-            return .failure(LoginError(.exchangeFailed, failure.error.message))
-        case .success(let issued):
-            return self.storage.save(issued)
+    /// The code exchange, one token request of at most `limits.token_request_seconds`
+    /// (retries included) within the login's deadline, then storing.
+    private func exchange(
+        _ parameters: [(String, String)],
+        deadline: LoginDeadline
+    ) -> Result<LoginResult, LoginError> {
+        let requestEnd = deadline.instant(atMost: self.requestSeconds)
+        let answer = deadline.wait(Self.exchangeStep) { done in
+            self.client.request(parameters, deadline: requestEnd, completion: done)
+        }
+        switch answer {
+        case .failure(let error):
+            return .failure(error)
+        case .success(.failure(let failure)):
+            let error = LoginError(.exchangeFailed, failure.error.message)
+            return .failure(deadline.explain(error, during: Self.exchangeStep))
+        case .success(.success(let issued)):
+            return self.storage.save(issued, deadline: deadline)
         }
     }
 }

@@ -7,6 +7,11 @@ import Logging
 /// A revocation the provider could not take now (503, another 5xx, 429, no connection) is
 /// kept in the store as pending and retried by the next `logout`, which also sends every
 /// other pending revocation. ``run()`` blocks its thread.
+///
+/// Discovery and every revocation share one whole-life deadline of
+/// `limits.token_request_seconds`, counted once the provider's store lock is held: a
+/// revocation endpoint that never answers costs that long at most, the tokens are deleted
+/// locally anyway, and what was not revoked stays pending.
 package final class Logout: Sendable {
     /// What happened to each token.
     package struct Report: Sendable, Equatable {
@@ -34,14 +39,16 @@ package final class Logout: Sendable {
     private let provider: ProviderConfiguration
     private let client: TokenEndpointClient
     private let store: any TokenStore
-    private let timeout: Double
+    private let lockWait: Double
+    private let requestSeconds: Double
 
     /// A logout for `provider` from `store`.
     package init(provider: ProviderConfiguration, fetcher: UpstreamFetcher, store: any TokenStore, limits: Limits) {
         self.provider = provider
         self.client = TokenEndpointClient(provider: provider, fetcher: fetcher, limits: limits)
         self.store = store
-        self.timeout = limits.tokenWaitSeconds
+        self.lockWait = limits.tokenWaitSeconds
+        self.requestSeconds = limits.tokenRequestSeconds
     }
 
     /// Revokes, deletes and reports; fails only when the store cannot be read or written.
@@ -51,12 +58,13 @@ package final class Logout: Sendable {
         let lock: any TokenStoreLock
         let contents: TokenStoreContents
         do {
-            lock = try self.store.lockProvider(name, deadline: .now + BoundedSeconds.duration(self.timeout))
+            lock = try self.store.lockProvider(name, deadline: .now + BoundedSeconds.duration(self.lockWait))
             contents = try self.store.read()
         } catch {
             return .failure(error)
         }
         defer { lock.release() }
+        let deadline = LoginDeadline(seconds: self.requestSeconds)
         let grant = contents.grants[name]
         report.hadTokens = grant?.accessToken != nil || grant?.refreshToken != nil
         report.hadWaitingLogin = grant?.pendingLogin != nil
@@ -66,13 +74,13 @@ package final class Logout: Sendable {
             // Tokens of another issuer or client must not be sent to this one's endpoint.
             report.otherSettings = true
         } else if report.hadTokens, let grant {
-            let endpoint = Blocking.wait { done in self.client.endpoints(completion: done) }
-            if case .failure(let error) = endpoint {
+            let endpoint = self.revocationEndpoint(deadline: deadline)
+            if case .undiscovered(let reason) = endpoint {
                 // Deleting now would leave live tokens nobody can revoke later: keep them.
-                report.discoveryFailure = error.message
+                report.discoveryFailure = reason
                 return .success(report)
             }
-            if case .success(let endpoints) = endpoint, let url = endpoints.revocationEndpoint {
+            if case .known(let url?) = endpoint {
                 // The refresh token first: revoking it usually ends its access tokens too.
                 for (hint, token) in [("refresh_token", grant.refreshToken), ("access_token", grant.accessToken)] {
                     guard let token else { continue }
@@ -83,7 +91,7 @@ package final class Logout: Sendable {
                         revocationURL: url,
                         since: Date()
                     )
-                    switch self.revoke(revocation) {
+                    switch self.revoke(revocation, deadline: deadline) {
                     case .revoked: report.revoked.append(hint)
                     case .later(let reason):
                         report.pending.append("\(hint): \(reason)")
@@ -99,7 +107,7 @@ package final class Logout: Sendable {
         // Earlier pending revocations, of any provider.
         var stillPending: [PendingRevocation] = []
         for revocation in contents.pendingRevocations {
-            switch self.revoke(revocation) {
+            switch self.revoke(revocation, deadline: deadline) {
             case .revoked, .refused: report.retriedPending += 1
             case .later: stillPending.append(revocation)
             }
@@ -123,21 +131,57 @@ package final class Logout: Sendable {
         case refused(String)
     }
 
+    /// Why a request got no answer in time.
+    private var outOfTime: String {
+        "no answer within the logout's \(LoopbackCallback.describe(self.requestSeconds)) seconds "
+            + "(limits.token_request_seconds)"
+    }
+
+    /// Where revocations go, as far as the logout found out.
+    private enum RevocationEndpoint {
+        /// The endpoint, nil when the provider has none.
+        case known(String?)
+        /// Discovery failed for this reason.
+        case undiscovered(String)
+    }
+
+    /// The revocation endpoint: the configured one, else the discovered one.
+    private func revocationEndpoint(deadline: LoginDeadline) -> RevocationEndpoint {
+        if let configured = self.provider.revocationURL {
+            return .known(configured)
+        }
+        guard let discovery = self.client.discovery else { return .known(nil) }
+        let found = deadline.wait("discovery") { done in discovery.endpoints(deadline: deadline.end, completion: done) }
+        switch found {
+        case .failure:
+            return .undiscovered("discovery: \(self.outOfTime)")
+        case .success(.failure(let error)):
+            return .undiscovered(deadline.hasPassed ? "discovery: \(self.outOfTime)" : error.message)
+        case .success(.success(let endpoints)):
+            return .known(endpoints.revocationEndpoint)
+        }
+    }
+
     /// RFC 7009 §2.1 and §2.2: 200 means revoked (also for a token the server no longer
-    /// knows); 503 asks to try again later.
-    private func revoke(_ revocation: PendingRevocation) -> Outcome {
+    /// knows); 503 asks to try again later. Past the logout's `deadline` nothing is sent and
+    /// the revocation stays pending.
+    private func revoke(_ revocation: PendingRevocation, deadline: LoginDeadline) -> Outcome {
+        guard !deadline.hasPassed else { return .later("not sent: the logout's time ran out") }
         let form = [("token", revocation.token), ("token_type_hint", revocation.tokenTypeHint)]
-        let result = Blocking.wait { done in
-            self.client.post(form, to: revocation.revocationURL, timeout: self.timeout, completion: done)
+        let seconds = deadline.requestSeconds(atMost: self.requestSeconds)
+        let result = deadline.wait("revocation") { done in
+            self.client.post(form, to: revocation.revocationURL, timeout: seconds, completion: done)
         }
         switch result {
-        case .failure(let error):
-            return .later(error.message)
-        case .success(let response) where response.status == 200:
+        case .failure:
+            return .later(self.outOfTime)
+        case .success(.failure(let error)):
+            return .later(deadline.hasPassed ? self.outOfTime : error.message)
+        case .success(.success(let response)) where response.status == 200:
             return .revoked
-        case .success(let response) where response.status == 429 || response.status >= 500:
+        case .success(.success(let response)) where response.status == 429 || response.status >= 500:
             return .later("HTTP \(response.status)")
-        case .success(let response):
+        case .success(.success(let response)):
             let object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
             let error = object?["error"] as? String ?? "refused"
             return .refused("\(error) (HTTP \(response.status))")

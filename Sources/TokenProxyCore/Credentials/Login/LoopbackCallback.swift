@@ -75,18 +75,20 @@ final class LoopbackCallback: Sendable {
         return self.handoff.outcome.withLock { $0.take() }
     }
 
-    /// Waits for the callback (`timeout` seconds at most), exchanges what it accepted, answers
-    /// the browser with the outcome (`signedIn` on success), and lets the page go out: the
-    /// end of a browser login. A failed callback is `callback_rejected`; none, `timed_out`.
+    /// What a login is doing while it waits for the browser.
+    static let callbackStep = "waiting for the browser to come back to the callback"
+
+    /// Waits for the callback until the login's `deadline`, exchanges what it accepted,
+    /// answers the browser with the outcome (`signedIn` on success), and lets the page go
+    /// out: the end of a browser login. A failed callback is `callback_rejected`; none,
+    /// `timed_out`.
     func conclude<Value>(
-        timeout: Double,
+        deadline: LoginDeadline,
         signedIn: String,
         exchange: (String) -> Result<Value, LoginError>
     ) -> Result<Value, LoginError> {
-        guard let result = self.wait(seconds: timeout) else {
-            return .failure(
-                LoginError(.timedOut, "no callback arrived within \(Self.describe(timeout)) seconds")
-            )
+        guard let result = self.wait(seconds: deadline.remaining) else {
+            return .failure(deadline.timedOut(Self.callbackStep))
         }
         // Each page goes out before the listener closes.
         defer { self.finish() }

@@ -2,7 +2,20 @@ import Logging
 
 /// The loopback listener a browser login comes back to (RFC 8252 §7.3): 127.0.0.1 only,
 /// open only while the login waits, its callback at `/callback`.
+///
+/// Any local process can connect to it, and browsers open connections they may never use;
+/// neither must keep the real callback out. A connection's request head is due within
+/// ``headerSeconds`` of its accept (a connection that sent nothing is then closed quietly,
+/// a partial head gets 408), and up to ``maximumConnections`` are open at once: an idle
+/// connection costs a descriptor and a few buffers, and the server's descriptor reserve
+/// refuses connections before the process runs out of descriptors.
 struct LoopbackListener {
+    /// Seconds a connection has to deliver its whole request head; also how long a page may
+    /// wait for the browser to take it. A browser sends its request as soon as it connects.
+    static let headerSeconds: Double = 3
+    /// Connections open at once; more are answered 503 and closed.
+    static let maximumConnections = 1024
+
     /// The server answering the callback.
     let server: HTTPServer
     /// The port it listens on.
@@ -18,8 +31,8 @@ struct LoopbackListener {
         logger: Logger
     ) -> Result<LoopbackListener, LoginError> {
         let server = HTTPServer(
-            settings: ConnectionSettings(headerTimeout: 10, idleTimeout: 10),
-            maxConnections: 16,
+            settings: ConnectionSettings(headerTimeout: Self.headerSeconds, idleTimeout: Self.headerSeconds),
+            maxConnections: Self.maximumConnections,
             handler: handler,
             logger: logger
         )

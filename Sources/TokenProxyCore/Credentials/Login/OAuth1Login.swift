@@ -19,16 +19,14 @@ package final class OAuth1Login: Sendable {
         package var callback: String
     }
 
-    private let provider: ProviderConfiguration
-    private let fetcher: UpstreamFetcher
+    /// The provider signed in to.
+    let provider: ProviderConfiguration
+    /// Sends the requests to the provider's token endpoints.
+    let fetcher: UpstreamFetcher
     private let store: any TokenStore
-    private let limits: Limits
+    /// The limits: `token_request_seconds` bounds each request, `token_wait_seconds` the lock.
+    let limits: Limits
     private let logger: Logger
-
-    /// Largest answer accepted from the provider's token endpoints.
-    private static let maximumAnswerBytes = 64 << 10
-    /// Longest token or secret accepted from the provider.
-    private static let maximumCredentialLength = 4096
 
     /// A login for `provider`, storing the token pair in `store`.
     package init(
@@ -46,15 +44,17 @@ package final class OAuth1Login: Sendable {
     }
 
     /// Temporary credentials (RFC 5849 §2.1).
-    private struct Temporary {
+    struct Temporary {
         var token: String
         var secret: String
     }
 
     /// Runs the login with the loopback callback: `present` gets the URL once the listener
     /// is up; the pair is stored when the browser comes back with the verifier and the
-    /// exchange succeeds, or the login fails after `timeout` seconds.
+    /// exchange succeeds. The whole login, every request and storing included, ends within
+    /// `timeout` seconds (``LoginDeadline``).
     package func run(timeout: Double, present: (Prompt) -> Void) -> Result<LoginResult, LoginError> {
+        let deadline = LoginDeadline(seconds: timeout)
         let pending = Mutex<OAuth1CallbackStateMachine?>(nil)
         let listener: LoopbackCallback
         let opened = LoopbackCallback.open(port: self.provider.redirectPort, logger: self.logger) { path, parameters in
@@ -75,7 +75,7 @@ package final class OAuth1Login: Sendable {
         defer { listener.close() }
 
         let temporary: Temporary
-        switch self.temporaryCredentials(callback: listener.callbackURI) {
+        switch self.temporaryCredentials(callback: listener.callbackURI, deadline: deadline) {
         case .failure(let error): return .failure(error)
         case .success(let obtained): temporary = obtained
         }
@@ -83,43 +83,57 @@ package final class OAuth1Login: Sendable {
         present(Prompt(url: self.authorizationURL(temporary), callback: listener.callbackURI))
 
         return listener.conclude(
-            timeout: timeout,
+            deadline: deadline,
             signedIn: "tokenproxy stored the token for \(self.provider.name). You can close this tab."
         ) { verifier in
-            self.exchange(temporary, verifier: verifier)
+            self.exchange(temporary, verifier: verifier, deadline: deadline)
         }
     }
 
     /// Starts an out-of-band login (`oauth_callback=oob`, RFC 5849 §2.1): obtains temporary
     /// credentials, keeps them in the store, and gives `present` the URL where the person
     /// approves and is shown a verifier. `verifier` is then asked for it: a verifier
-    /// finishes the login at once; nil leaves it for ``finish(verifier:)`` (returned as nil).
+    /// finishes the login at once; nil leaves it for ``finish(verifier:timeout:)`` (returned
+    /// as nil). The whole login, the wait for `verifier` included (it runs on a thread of its
+    /// own), ends within `timeout` seconds; the login then stays waiting for a verifier.
     package func runOutOfBand(
+        timeout: Double,
         present: (Prompt) -> Void,
-        verifier: () -> String?
+        verifier: @escaping @Sendable () -> String?
     ) -> Result<LoginResult?, LoginError> {
+        let deadline = LoginDeadline(seconds: timeout)
         let temporary: Temporary
-        switch self.temporaryCredentials(callback: "oob") {
+        switch self.temporaryCredentials(callback: "oob", deadline: deadline) {
         case .failure(let error): return .failure(error)
         case .success(let obtained): temporary = obtained
         }
         let pending = PendingOAuth1Login(token: temporary.token, tokenSecret: temporary.secret, since: Date())
-        if case .failure(let error) = self.save({ $0.pendingLogin = pending }) {
+        if case .failure(let error) = self.save({ $0.pendingLogin = pending }, deadline: deadline) {
             return .failure(error)
         }
         present(Prompt(url: self.authorizationURL(temporary), callback: "oob"))
-        guard let code = verifier() else { return .success(nil) }
+        let read = deadline.wait("waiting for the verifier") { (done: @escaping @Sendable (String?) -> Void) in
+            Thread.detachNewThread { done(verifier()) }
+        }
+        let entered: String?
+        switch read {
+        case .failure(let error): return .failure(error)
+        case .success(let value): entered = value
+        }
+        guard let code = entered else { return .success(nil) }
         let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else {
             return .failure(LoginError(.callbackRejected, "the verifier is empty"))
         }
         // These temporary credentials, not whatever the store holds by now (another
         // `login --oob` may have replaced them).
-        return self.exchange(temporary, verifier: trimmed).map { $0 }
+        return self.exchange(temporary, verifier: trimmed, deadline: deadline).map { $0 }
     }
 
-    /// Finishes the out-of-band login the store holds with the verifier the person was shown.
-    package func finish(verifier: String) -> Result<LoginResult, LoginError> {
+    /// Finishes the out-of-band login the store holds with the verifier the person was shown,
+    /// within `timeout` seconds.
+    package func finish(verifier: String, timeout: Double) -> Result<LoginResult, LoginError> {
+        let deadline = LoginDeadline(seconds: timeout)
         let code = verifier.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !code.isEmpty else {
             return .failure(LoginError(.callbackRejected, "the verifier is empty"))
@@ -151,7 +165,11 @@ package final class OAuth1Login: Sendable {
                 )
             )
         }
-        return self.exchange(Temporary(token: pending.token, secret: pending.tokenSecret), verifier: code)
+        return self.exchange(
+            Temporary(token: pending.token, secret: pending.tokenSecret),
+            verifier: code,
+            deadline: deadline
+        )
     }
 
     /// `authorize_url` with the temporary token (RFC 5849 §2.2), its own query and fragment
@@ -166,7 +184,7 @@ package final class OAuth1Login: Sendable {
 
     /// RFC 5849 §2.1: the temporary credentials for `callback`, whose acceptance the
     /// provider must confirm.
-    private func temporaryCredentials(callback: String) -> Result<Temporary, LoginError> {
+    private func temporaryCredentials(callback: String, deadline: LoginDeadline) -> Result<Temporary, LoginError> {
         guard let url = self.provider.requestTokenURL else {
             return .failure(LoginError(.endpointMissing, "no request_token_url"))
         }
@@ -175,7 +193,8 @@ package final class OAuth1Login: Sendable {
             token: nil,
             extra: [OAuth1Signer.Parameter(name: "oauth_callback", value: callback)],
             what: "the temporary credentials",
-            endpoint: "request_token_url"
+            endpoint: "request_token_url",
+            deadline: deadline
         )
         return answer.flatMap { pairs in
             // Without the confirmation, the provider may not have bound this callback to
@@ -196,7 +215,11 @@ package final class OAuth1Login: Sendable {
 
     /// RFC 5849 §2.3: the verifier and the temporary credentials exchanged for the token
     /// pair, which replaces whatever the store held for the provider.
-    private func exchange(_ temporary: Temporary, verifier: String) -> Result<LoginResult, LoginError> {
+    private func exchange(
+        _ temporary: Temporary,
+        verifier: String,
+        deadline: LoginDeadline
+    ) -> Result<LoginResult, LoginError> {
         guard let url = self.provider.accessTokenURL else {
             return .failure(LoginError(.endpointMissing, "no access_token_url"))
         }
@@ -205,7 +228,8 @@ package final class OAuth1Login: Sendable {
             token: temporary,
             extra: [OAuth1Signer.Parameter(name: "oauth_verifier", value: verifier)],
             what: "the token",
-            endpoint: "access_token_url"
+            endpoint: "access_token_url",
+            deadline: deadline
         )
         return answer.flatMap { Self.credentialPair($0, from: "access_token_url") }.flatMap { pair in
             let grant = StoredGrant(
@@ -214,127 +238,20 @@ package final class OAuth1Login: Sendable {
                 obtainedAt: Date(),
                 configFingerprint: self.provider.tokenFingerprint()
             )
-            return self.save { $0 = grant }.map {
+            return self.save({ $0 = grant }, deadline: deadline).map {
                 LoginResult(expiresIn: nil, hasRefreshToken: false, scope: nil)
             }
         }
     }
 
-    /// A signed, empty POST to one of the provider's token endpoints; the form-encoded
-    /// answer's pairs, or why there are none (the provider's `oauth_problem` included).
-    /// Messages name the endpoint by its configuration key, never by its URL, whose query
-    /// may hold a secret.
-    private func signedPost(
-        url: String,
-        token: Temporary?,
-        extra: [OAuth1Signer.Parameter],
-        what: String,
-        endpoint: String
-    ) -> Result<[(String, String)], LoginError> {
-        let credentials: OAuth1Signer.Credentials
-        switch OAuth1Signer.Credentials.consumer(of: self.provider) {
-        case .failure(let error): return .failure(LoginError(.exchangeFailed, error.message))
-        case .success(var consumer):
-            consumer.token = token?.token
-            consumer.tokenSecret = token?.secret
-            credentials = consumer
-        }
-        let header: String
-        do {
-            header = try OAuth1Signer(credentials: credentials).sign(
-                method: "POST",
-                url: url,
-                nonce: OAuth1Signer.nonce(),
-                timestamp: OAuth1Signer.timestamp(),
-                extra: extra
-            ).header
-        } catch {
-            return .failure(LoginError(.exchangeFailed, "cannot sign the request to \(endpoint): \(error)"))
-        }
-        var headers = HTTPHeaders()
-        headers.add(name: "Authorization", value: header)
-        headers.add(name: "Accept", value: "application/x-www-form-urlencoded")
-        let request = UpstreamFetcher.Request(
-            method: "POST",
-            url: url,
-            headers: headers,
-            body: [],
-            allowPlainHTTP: self.provider.allowInsecureEndpoints,
-            caFile: self.provider.caFile,
-            connectTimeout: self.limits.upstreamConnectTimeoutSeconds,
-            timeout: self.limits.tokenWaitSeconds,
-            maximumBodyBytes: Self.maximumAnswerBytes
-        )
-        let response: UpstreamResponse
-        switch Blocking.wait({ done in self.fetcher.fetch(request, completion: done) }) {
-        case .failure(let error):
-            return .failure(LoginError(.exchangeFailed, "cannot obtain \(what) from \(endpoint): \(error.message)"))
-        case .success(let answered):
-            response = answered
-        }
-        // Providers answer form-encoded whatever Content-Type they label it with.
-        // One decoder, strict: a pair that cannot be read could be a second `oauth_token`.
-        let pairs = String(validating: response.body, as: UTF8.self).flatMap { FormEncoding.decode($0) }
-        guard (200..<300).contains(response.status) else {
-            let problem =
-                pairs.flatMap { OAuth1Problem.named(inForm: $0) }
-                ?? OAuth1Problem.named(in: response.headers.values("WWW-Authenticate"))
-            return .failure(
-                LoginError(
-                    .exchangeFailed,
-                    "\(endpoint) refused \(what) with status \(response.status)"
-                        + (problem.map { " (oauth_problem=\($0))" } ?? "")
-                )
-            )
-        }
-        guard let pairs else {
-            return .failure(LoginError(.exchangeFailed, "\(endpoint) answered with a malformed form (\(what))"))
-        }
-        return .success(pairs)
-    }
-
-    /// `oauth_token` and `oauth_token_secret` of an answer from `endpoint`, each present once.
-    private static func credentialPair(
-        _ pairs: [(String, String)],
-        from endpoint: String
-    ) -> Result<(token: String, secret: String), LoginError> {
-        guard let token = FormEncoding.single("oauth_token", in: pairs),
-            let secret = FormEncoding.single("oauth_token_secret", in: pairs)
-        else {
-            return .failure(
-                LoginError(
-                    .exchangeFailed,
-                    "the \(endpoint) answer lacks oauth_token or oauth_token_secret, or repeats one"
-                )
-            )
-        }
-        // The token goes into every request's header (percent-encoded) and both into the
-        // store: bounded, and without control characters a hand reading the store trips on.
-        for value in [token, secret]
-        where value.count > Self.maximumCredentialLength
-            || value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        {
-            return .failure(
-                LoginError(
-                    .exchangeFailed,
-                    "the \(endpoint) answer carries a token or secret longer than \(Self.maximumCredentialLength) characters or with control characters"
-                )
-            )
-        }
-        guard !token.isEmpty else {
-            return .failure(LoginError(.exchangeFailed, "the \(endpoint) answer carries an empty oauth_token"))
-        }
-        return .success((token, secret))
-    }
-
     /// Changes the provider's record under its store lock (a proxy refreshing at the same
-    /// moment re-reads rather than overwrites).
-    private func save(_ change: (inout StoredGrant) -> Void) -> Result<Void, LoginError> {
+    /// moment re-reads rather than overwrites); the wait for the lock ends with the login.
+    private func save(_ change: (inout StoredGrant) -> Void, deadline: LoginDeadline) -> Result<Void, LoginError> {
         let name = self.provider.name
         do {
             let lock = try self.store.lockProvider(
                 name,
-                deadline: .now + BoundedSeconds.duration(max(self.limits.tokenWaitSeconds, 120))
+                deadline: deadline.instant(atMost: max(self.limits.tokenWaitSeconds, 120))
             )
             defer { lock.release() }
             try self.store.update { contents in
@@ -347,7 +264,8 @@ package final class OAuth1Login: Sendable {
             }
             return .success(())
         } catch {
-            return .failure(LoginError(.store, "cannot store the token in \(self.store.location): \(error.message)"))
+            let failure = LoginError(.store, "cannot store the token in \(self.store.location): \(error.message)")
+            return .failure(deadline.explain(failure, during: LoginStorage.lockStep))
         }
     }
 }

@@ -8,14 +8,26 @@ import Synchronization
 /// `https://host/.well-known/oauth-authorization-server{path}` (RFC 8414 §3). Its `issuer`
 /// must equal the configured one (RFC 8414 §3.3), and endpoints must be https unless the
 /// provider allows insecure endpoints.
+///
+/// One discovery, both documents included, has a whole-life deadline: `requestSeconds`
+/// (`limits.token_request_seconds`) unless the caller brings an earlier one (a login's).
 final class DiscoveryCache: Sendable {
     private let issuer: String
     private let allowPlainHTTP: Bool
     private let caFile: String?
     private let fetcher: UpstreamFetcher
+    private let requestSeconds: Double
     private let cached = Mutex<DiscoveredEndpoints?>(nil)
 
-    init(issuer: String, allowPlainHTTP: Bool, caFile: String?, fetcher: UpstreamFetcher) {
+    /// Discovery for `issuer`, each discovery done within `requestSeconds` (30 by default,
+    /// the default of `limits.token_request_seconds`).
+    init(
+        issuer: String,
+        allowPlainHTTP: Bool,
+        caFile: String?,
+        fetcher: UpstreamFetcher,
+        requestSeconds: Double = Limits().tokenRequestSeconds
+    ) {
         var issuer = issuer
         while issuer.hasSuffix("/") {
             issuer.removeLast()
@@ -24,6 +36,7 @@ final class DiscoveryCache: Sendable {
         self.allowPlainHTTP = allowPlainHTTP
         self.caFile = caFile
         self.fetcher = fetcher
+        self.requestSeconds = requestSeconds
     }
 
     /// The metadata URLs to try, in order.
@@ -38,22 +51,39 @@ final class DiscoveryCache: Sendable {
         return urls
     }
 
-    /// The endpoints, fetched on first use.
+    /// The endpoints, fetched on first use within the cache's own deadline.
     func endpoints(completion: @escaping @Sendable (Result<DiscoveredEndpoints, ProxyError>) -> Void) {
+        self.endpoints(deadline: .now + BoundedSeconds.duration(self.requestSeconds), completion: completion)
+    }
+
+    /// The endpoints, fetched on first use; the fetch ends by `deadline` or by the cache's
+    /// own deadline, whichever comes first.
+    func endpoints(
+        deadline: ContinuousClock.Instant,
+        completion: @escaping @Sendable (Result<DiscoveredEndpoints, ProxyError>) -> Void
+    ) {
         if let known = self.cached.withLock({ $0 }) {
             completion(.success(known))
             return
         }
-        self.fetch(self.documentURLs[...], lastError: nil, completion: completion)
+        let end = min(deadline, .now + BoundedSeconds.duration(self.requestSeconds))
+        self.fetch(self.documentURLs[...], deadline: end, lastError: nil, completion: completion)
     }
 
     private func fetch(
         _ urls: ArraySlice<String>,
+        deadline: ContinuousClock.Instant,
         lastError: ProxyError?,
         completion: @escaping @Sendable (Result<DiscoveredEndpoints, ProxyError>) -> Void
     ) {
         guard let url = urls.first else {
             completion(.failure(lastError ?? ProxyError(.tokenUnavailable, "discovery failed")))
+            return
+        }
+        let left = deadline - .now
+        guard left > .milliseconds(1) else {
+            let reason = "discovery at \(url): no time left within the request's deadline"
+            completion(.failure(lastError ?? ProxyError(.tokenUnavailable, reason)))
             return
         }
         var headers = HTTPHeaders()
@@ -63,7 +93,9 @@ final class DiscoveryCache: Sendable {
             url: url,
             headers: headers,
             allowPlainHTTP: self.allowPlainHTTP,
-            caFile: self.caFile
+            caFile: self.caFile,
+            // The document's whole life: connect, TLS, head and body.
+            timeout: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
         )
         self.fetcher.fetch(request) { [self] result in
             switch result.flatMap({ self.parse($0, url: url) }) {
@@ -71,7 +103,7 @@ final class DiscoveryCache: Sendable {
                 self.cached.withLock { $0 = endpoints }
                 completion(.success(endpoints))
             case .failure(let error):
-                self.fetch(urls.dropFirst(), lastError: error, completion: completion)
+                self.fetch(urls.dropFirst(), deadline: deadline, lastError: error, completion: completion)
             }
         }
     }

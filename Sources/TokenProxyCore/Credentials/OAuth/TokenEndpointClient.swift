@@ -41,7 +41,8 @@ struct TokenEndpointClient: Sendable {
                 issuer: issuer,
                 allowPlainHTTP: provider.allowInsecureEndpoints,
                 caFile: provider.caFile,
-                fetcher: fetcher
+                fetcher: fetcher,
+                requestSeconds: limits.tokenRequestSeconds
             )
         } else {
             self.discovery = nil
