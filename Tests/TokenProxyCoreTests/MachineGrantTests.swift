@@ -87,6 +87,7 @@ struct MachineGrantTests {
         let directory = try ScriptDirectory()
         let file = directory.path("sa-token")
         try "projected-1\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)  // a secret: private
         let fixture = try self.fixture(
             auth,
             """
@@ -98,6 +99,7 @@ struct MachineGrantTests {
         )
         #expect(try self.get(fixture).status == 200)
         try "projected-2\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)  // a secret: private
         #expect(try self.get(fixture).status == 200)
         let forms = auth.requests.map(\.form)
         #expect(forms.map { $0["subject_token"] } == ["projected-1", "projected-2"])

@@ -48,11 +48,11 @@ extension ProxyConfiguration {
             guard let file = self.providers[name]?.serviceAccountFile else { continue }
             do {
                 _ = try SecretFilePath.check(file, rules: .current, maxBytes: Secret.maxFileBytes)
-            } catch where error.code == .unreadable {
+            } catch {
+                // A refusal is reported by secretPermissionProblems().
+                guard error.code == .unreadable else { continue }
                 let path = ConfigurationPath.join(ConfigurationPath.join("providers", name), "service_account_file")
                 problems.append(ConfigurationProblem(path: path, message: error.message))
-            } catch {
-                continue  // refused: reported by secretPermissionProblems()
             }
         }
         return problems
