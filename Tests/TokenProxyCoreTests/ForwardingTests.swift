@@ -247,12 +247,14 @@ struct ForwardingTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("token").path
         try "first-token\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)  // a secret: private
         let fixture = try ForwardingFixture(provider: #"{"grant": "static", "token": {"file": "\#(file)"}}"#)
         let client = try fixture.client()
         try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
         _ = try client.readResponse()
         #expect(fixture.upstream.requests.last?.headers.first("Authorization") == "Bearer first-token")
         try "second-token-longer\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)  // a secret: private
         try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
         _ = try client.readResponse()
         #expect(fixture.upstream.requests.last?.headers.first("Authorization") == "Bearer second-token-longer")

@@ -90,6 +90,7 @@ struct MachineGrantTests {
         let directory = try ScriptDirectory()
         let file = directory.path("sa-token")
         try "projected-1\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)  // a secret: private
         let fixture = try self.fixture(
             auth,
             """
@@ -101,6 +102,7 @@ struct MachineGrantTests {
         )
         #expect(try self.get(fixture).status == 200)
         try "projected-2\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)  // a secret: private
         // The 1 s token is used for half a second; the exchange after it reads the file again.
         #expect(eventually { (try? self.get(fixture).status) == 200 && auth.requests.count == 2 })
         let forms = auth.requests.map(\.form)

@@ -10,7 +10,9 @@ import Testing
 /// A secret volume laid out as the kubelet lays it out: the files in a timestamped
 /// directory, `..data` a symbolic link to it, and each name a link through `..data`. An
 /// update writes a new timestamped directory and swaps `..data` by renaming a new link over
-/// it, so a reader sees the old files or the new ones, never a mix.
+/// it, so a reader sees the old files or the new ones, never a mix. The volume's own
+/// directory is writable by everyone with the sticky bit, as the tmpfs root of a projected
+/// service-account volume is; its links are root's, so they are followed.
 private final class KubeletSecretVolume {
     let path: String
     private var generation = 0
@@ -23,6 +25,9 @@ private final class KubeletSecretVolume {
         self.path = directory.path + "/volume"
         self.directory = directory
         try FileManager.default.createDirectory(atPath: self.path, withIntermediateDirectories: false)
+        guard chmod(self.path, 0o1777) == 0 else {
+            throw TestFailure(message: "chmod \(self.path): \(String(cString: strerror(errno)))")
+        }
         try self.update(files: files, mode: mode)
         for name in files.keys {
             try FileManager.default.createSymbolicLink(
@@ -83,6 +88,27 @@ private final class KubeletSecretVolume {
         #expect(try secret.resolve() == "before-rotation")
         try volume.update(files: ["token": "after-rotation"], mode: 0o644)
         #expect(try secret.resolve() == "after-rotation")
+    }
+
+    @Test func aKubernetesSecretIsReadAfterEachSwapAndRefusedWhenALinkIsAnotherUsers() throws {
+        let volume = try KubeletSecretVolume(files: ["token": "generation-one"], mode: 0o644)
+        let secret = Secret.file(volume.path + "/token")
+        for generation in ["generation-two", "generation-three"] {
+            try volume.update(files: ["token": generation], mode: 0o644)
+            #expect(try secret.resolve() == generation)
+        }
+        // Another user swaps `..data` in the shared volume directory: the link is not followed.
+        let planted = volume.path + "/..planted"
+        try FileManager.default.createSymbolicLink(atPath: planted, withDestinationPath: "/etc")
+        guard lchown(planted, KubeletSecretVolume.owner, KubeletSecretVolume.owner) == 0 else {
+            throw TestFailure(message: "lchown \(planted): the mounted-secret tests need root, as CI runs them")
+        }
+        #expect(rename(planted, volume.path + "/..data") == 0)
+        #expect {
+            try secret.resolve()
+        } throws: { error in
+            "\(error)".contains("\(volume.path)/..data belongs to uid 65534 in the shared directory")
+        }
     }
 
     @Test func aDockerSecretOfAnotherUserIsUsed() throws {

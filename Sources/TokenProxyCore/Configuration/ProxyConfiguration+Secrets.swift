@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 extension ProxyConfiguration {
     /// Every secret in the configuration with its JSON path, in a stable order.
     var secrets: [(path: String, secret: Secret)] {
@@ -34,10 +30,12 @@ extension ProxyConfiguration {
 
     /// Secrets that cannot be read now: an unset environment variable, a missing or unreadable
     /// file, an unreadable service-account file. A running proxy may still get them later (a
-    /// mounted secret appears), so these are warnings at start-up.
+    /// mounted secret appears), so these are warnings at start-up. A file the ownership and
+    /// mode rules refuse is left to ``secretPermissionProblems()``.
     package func unresolvableSecrets() -> [ConfigurationProblem] {
         var problems: [ConfigurationProblem] = []
         for (path, secret) in self.secrets {
+            if let file = secret.filePath, Self.permissionProblem(file) != nil { continue }
             do {
                 _ = try secret.resolve()
             } catch {
@@ -47,9 +45,14 @@ extension ProxyConfiguration {
             }
         }
         for name in self.providers.keys.sorted() {
-            if let file = self.providers[name]?.serviceAccountFile, ConfigurationFile.stamp(path: file) == nil {
+            guard let file = self.providers[name]?.serviceAccountFile else { continue }
+            do {
+                _ = try SecretFilePath.check(file, rules: .current, maxBytes: Secret.maxFileBytes)
+            } catch {
+                // A refusal is reported by secretPermissionProblems().
+                guard error.code == .unreadable else { continue }
                 let path = ConfigurationPath.join(ConfigurationPath.join("providers", name), "service_account_file")
-                problems.append(ConfigurationProblem(path: path, message: "cannot read \(file)"))
+                problems.append(ConfigurationProblem(path: path, message: error.message))
             }
         }
         return problems
@@ -60,15 +63,15 @@ extension ProxyConfiguration {
     /// mount secrets. This user cannot change their mode, and nobody but their owner can
     /// change their contents, so they are used; `check` names them so that the choice is seen.
     package func sharedSecretFiles() -> [ConfigurationProblem] {
+        let rules = SecretFileRules.current
         var notes: [ConfigurationProblem] = []
         for (path, file) in self.secretFiles {
-            guard let stamp = ConfigurationFile.stamp(path: file), stamp.owner != Self.processOwner,
-                stamp.permissions & 0o044 != 0, stamp.permissions & 0o002 == 0
+            guard let status = try? SecretFilePath.check(file, rules: rules, maxBytes: Secret.maxFileBytes).status,
+                status.owner != rules.user, status.permissions & 0o044 != 0
             else { continue }
-            let mode = String(stamp.permissions & 0o777, radix: 8)
             let message =
-                "\(file) belongs to uid \(stamp.owner) and is readable by group or others (mode 0\(mode)): "
-                + "used as a secret mounted by the platform"
+                "\(file) belongs to uid \(status.owner) and is readable by group or others "
+                + "(mode \(status.octalPermissions)): used as a secret mounted by the platform"
             notes.append(ConfigurationProblem(path: path, message: message))
         }
         return notes
@@ -90,24 +93,16 @@ extension ProxyConfiguration {
         return files
     }
 
-    /// The effective user id files are compared with.
-    private static var processOwner: UInt32 { UInt32(geteuid()) }
-
-    /// Why the secret file at `file` (symbolic links followed, as a mounted secret's
-    /// `..data` links are) must not be used, with the command that fixes it, or `nil` when it
-    /// may be used or does not exist:
-    /// - writable by others: anyone could replace the secret (`chmod o-w`);
-    /// - this user's own file open to group or others: this user can close it (`chmod 600`).
-    /// A file of another user that others may only read is a platform's mount: see
-    /// ``sharedSecretFiles()``.
+    /// Why the secret file at `file` must not be used, with the fix, or `nil` when it may be
+    /// used or cannot be read now (``unresolvableSecrets()`` reports that): the rules of
+    /// ``SecretFileRules``, the same ones every read applies. A file of another user that
+    /// others may only read is a platform's mount: see ``sharedSecretFiles()``.
     static func permissionProblem(_ file: String) -> String? {
-        guard let stamp = ConfigurationFile.stamp(path: file) else { return nil }
-        let mode = String(stamp.permissions & 0o777, radix: 8)
-        if stamp.permissions & 0o002 != 0 {
-            let fix = stamp.owner == Self.processOwner ? "chmod 600 \(file)" : "chmod o-w \(file) (as its owner)"
-            return "\(file) is writable by others (mode 0\(mode)); fix it with: \(fix)"
+        do {
+            _ = try SecretFilePath.check(file, rules: .current, maxBytes: Secret.maxFileBytes)
+            return nil
+        } catch {
+            return error.code == .refused ? error.message : nil
         }
-        guard stamp.owner == Self.processOwner, stamp.permissions & 0o066 != 0 else { return nil }
-        return "\(file) is readable or writable by group or others (mode 0\(mode)); fix it with: chmod 600 \(file)"
     }
 }

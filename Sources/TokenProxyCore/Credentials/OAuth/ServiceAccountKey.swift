@@ -14,10 +14,15 @@ struct ServiceAccountKey: Sendable, Decodable {
         case tokenURI = "token_uri"
     }
 
-    /// Reads and decodes the key file; the error never contains the key.
+    /// Reads and decodes the key file under the secret-file rules (non-blocking, bounded,
+    /// owner and mode checked at every read: `docs/security.md`); the error never contains
+    /// the key.
     static func load(_ path: String) throws(ConfigurationError) -> ServiceAccountKey {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigurationError(path: "service_account_file", message: "cannot read \(path)")
+        let data: Data
+        do {
+            data = Data(try Secret.file(path).resolve().utf8)
+        } catch {
+            throw ConfigurationError(path: "service_account_file", message: "\(error)")
         }
         do {
             return try JSONDecoder().decode(ServiceAccountKey.self, from: data)
