@@ -42,6 +42,15 @@ static inline CURLcode tp_easy_setopt_header_callback(
     return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
 }
 
+static inline CURLcode tp_easy_setopt_prereq_callback(
+    CURL *handle, int (*callback)(void *, char *, char *, int, int)) {
+    return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
+}
+
+static inline int tp_prereq_ok(void) {
+    return CURL_PREREQFUNC_OK;
+}
+
 static inline CURLcode tp_easy_setopt_opensocket_callback(
     CURL *handle, curl_socket_t (*callback)(void *, curlsocktype, struct curl_sockaddr *)) {
     return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);

@@ -107,13 +107,22 @@ struct LostUpstreamConnectionTests {
     /// libcurl itself sends a request without a body again when its reused connection is
     /// reset after the head went out; the proxy must not add an attempt of its own.
     @Test func aGetOnAConnectionResetBeforeTheAnswerIsAnsweredFromANewOne() throws {
-        let setup = try Setup(reset: Self.resetSecond)
+        let logs = CapturedLogs()
+        let metrics = ProxyMetrics()
+        let setup = try Setup(logger: logs.logger(), metrics: metrics, reset: Self.resetSecond)
         try setup.warmUp()
 
         let response = try setup.client.get("/api/item")
         #expect(response.status == 200)
         #expect(response.bodyText == "GET /base/item on connection 2: ")
         #expect(setup.seenAfterWarmUp == ["GET reused reset", "GET new answered"])
+        // libcurl's own resend is told and counted like the proxy's.
+        let lines = try #require(eventually { AccessLines.of(logs, count: 2) })
+        #expect(lines[0]["resent"] == nil)
+        #expect(lines[1]["resent"] == "true")
+        let scrape = try setup.proxy.client().get("/_tokenproxy/metrics")
+        let exposition = try PrometheusExposition(scrape.bodyText)
+        #expect(exposition.value("tokenproxy_resends_total", ["route": "api"]) == 1)
     }
 
     /// A method that is not idempotent never goes out on a connection from the cache, where

@@ -68,6 +68,11 @@ final class ExchangeSink: CurlResponseSink {
             if case .lostReusedConnection(let error)? = delivery.end, self.resendAfterLostConnection(exchange, error) {
                 return
             }
+            if delivery.resentByLibcurl {
+                // libcurl sent the request again on a new connection by itself (idempotent
+                // methods only: the others never use a cached connection).
+                exchange.logFields["resent"] = "true"
+            }
             exchange.batch { exchange in
                 if let head = delivery.head {
                     exchange.sendHead(head)

@@ -32,6 +32,9 @@ struct CurlDelivery: Sendable {
     var body: [[UInt8]] = []
     var bodyBytes = 0
     var end: End?
+    /// Set on the delivery with the head or the end when libcurl sent the request more than
+    /// once (it does so by itself when a cached connection turns out closed before any answer).
+    var resentByLibcurl = false
 
     var isEmpty: Bool { self.head == nil && self.body.isEmpty && self.end == nil }
 }

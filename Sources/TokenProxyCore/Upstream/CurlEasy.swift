@@ -83,6 +83,12 @@ struct CurlEasy {
         tp_easy_setopt_opensocket_callback(self.handle, callback) == CURLE_OK
     }
 
+    /// The callback libcurl calls each time it is about to send the request on a connection
+    /// (`CURLOPT_PREREQFUNCTION`); its data pointer is `CURLOPT_PREREQDATA`.
+    func setPrerequestCallback(_ callback: CurlEasy.PrerequestCallback) -> Bool {
+        tp_easy_setopt_prereq_callback(self.handle, callback) == CURLE_OK
+    }
+
     /// Whether the last transfer went out on a connection taken from the cache: libcurl
     /// counted no new connection for it (`CURLINFO_NUM_CONNECTS` is 0; the count is reset when
     /// a transfer starts, and a connection libcurl reopened itself counts). Nil when libcurl
@@ -134,6 +140,10 @@ struct CurlEasy {
 
     /// libcurl's write, read and header callback type.
     typealias DataCallback = @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
+    /// libcurl's pre-request callback type.
+    typealias PrerequestCallback =
+        @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32)
+        -> Int32
     /// libcurl's open-socket callback type.
     typealias OpenSocketCallback =
         @convention(c) (UnsafeMutableRawPointer?, curlsocktype, UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t

@@ -71,6 +71,8 @@ package final class CurlTransfer: @unchecked Sendable {
     /// Why the upstream's head was refused, when it was.
     private var headError: ProxyError?
     private var outbox = CurlDelivery()
+    /// How often libcurl was about to send the request (more than once: it sent it again).
+    private var sends = 0
     private var outboxQueued = false
     var result: CURLcode = CURLE_OK
     /// When the engine ends the transfer: the first-byte deadline until the response head
@@ -189,6 +191,8 @@ package final class CurlTransfer: @unchecked Sendable {
         set(easy.set(CURLOPT_WRITEDATA, pointer: userdata))
         set(easy.setHeaderCallback(curlHeaderCallback))
         set(easy.setOpenSocketCallback(curlOpenSocketCallback))
+        set(easy.setPrerequestCallback(curlPrerequestCallback))
+        set(easy.set(CURLOPT_PREREQDATA, pointer: userdata))
         set(easy.set(CURLOPT_HEADERDATA, pointer: userdata))
 
         if self.request.body == .none || self.request.method == "HEAD" {
@@ -383,6 +387,7 @@ package final class CurlTransfer: @unchecked Sendable {
 
     private func post(end: CurlDelivery.End) {
         self.outbox.end = end
+        self.outbox.resentByLibcurl = self.outbox.resentByLibcurl || self.sends > 1
         self.queueOutbox()
     }
 
@@ -463,9 +468,15 @@ package final class CurlTransfer: @unchecked Sendable {
                 requestIsHead: self.requestIsHead,
                 rewriteLocation: self.rewriteLocation
             )
+            self.outbox.resentByLibcurl = self.sends > 1
             self.queueOutbox()
             return true
         }
+    }
+
+    /// libcurl is about to send the request on a connection (engine thread).
+    fileprivate func sending() {
+        self.sends += 1
     }
 
     /// Takes body bytes from libcurl's write callback: their count, or libcurl's pause value
@@ -517,6 +528,11 @@ private let curlHeaderCallback: CurlEasy.DataCallback = {
     guard let transfer = transfer(userdata), let data else { return 0 }
     let line = UnsafeRawBufferPointer(start: data, count: size * count)
     return transfer.receivedHeaderLine(line) ? size * count : 0
+}
+
+private let curlPrerequestCallback: CurlEasy.PrerequestCallback = { userdata, _, _, _, _ in
+    transfer(userdata)?.sending()
+    return tp_prereq_ok()
 }
 
 /// Opens the upstream sockets: close-on-exec, and only while descriptors are not short. A
