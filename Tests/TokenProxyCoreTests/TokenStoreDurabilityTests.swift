@@ -154,6 +154,27 @@ struct TokenStoreDurabilityTests {
         other.release()
     }
 
+    /// A process that holds the store-wide lock for ever (stopped, or stuck on a disk) costs
+    /// a reader or a writer a bounded wait, never its thread.
+    @Test func aStoreLockHeldForEverIsATimeoutNotAHang() throws {
+        let fixture = try TokenStoreFixture()
+        try fixture.store().update { $0.grants["svc"] = StoredGrant(accessToken: "x") }
+        let holder = open(fixture.storePath + ".lock", O_RDWR | O_CLOEXEC)
+        #expect(holder >= 0)
+        defer { close(holder) }
+        #expect(flock(holder, LOCK_EX) == 0)
+        let store = FileTokenStore(
+            path: fixture.storePath,
+            encryptionKey: nil,
+            faults: nil,
+            lockWait: .milliseconds(200)
+        )
+        #expect(storeError { _ = try store.read() }?.code == .lockTimeout)
+        #expect(storeError { try store.update { $0.grants["svc"] = nil } }?.code == .lockTimeout)
+        flock(holder, LOCK_UN)
+        #expect(try store.read().grants["svc"]?.accessToken == "x")
+    }
+
     @Test func waitingProviderLockIsGrantedOnlyAfterRelease() throws {
         let fixture = try TokenStoreFixture()
         let held = try fixture.store().lockProvider("svc", deadline: .now + .seconds(30))

@@ -37,8 +37,15 @@ package final class FileTokenStore: TokenStore {
         self.init(path: path, encryptionKey: encryptionKey, faults: nil)
     }
 
-    /// A store whose saves call `faults` before each step (tests).
-    init(path: String, encryptionKey: Secret?, faults: (@Sendable (SaveStep) throws(TokenStoreError) -> Void)?) {
+    /// A store whose saves call `faults` before each step, and whose reads and updates wait
+    /// `lockWait` for the store-wide lock (tests).
+    init(
+        path: String,
+        encryptionKey: Secret?,
+        faults: (@Sendable (SaveStep) throws(TokenStoreError) -> Void)?,
+        lockWait: Duration = .seconds(10)
+    ) {
+        self.lockWait = lockWait
         self.path = path
         self.directory = StoreFileSystem.directory(of: path)
         self.encryptionKey = encryptionKey
@@ -54,6 +61,14 @@ package final class FileTokenStore: TokenStore {
         var info = stat()
         guard stat(self.path, &info) == 0 else { return nil }
         return "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+    }
+
+    /// How long a read or an update waits for the store-wide lock, which every holder keeps
+    /// only across one read or one write (10 s).
+    let lockWait: Duration
+
+    private func lockDeadline() -> ContinuousClock.Instant {
+        .now + self.lockWait
     }
 
     /// The store-wide lock file, `PATH.lock`.
@@ -79,11 +94,11 @@ package final class FileTokenStore: TokenStore {
         defer {
             if let lock { StoreFileSystem.closeQuietly(lock) }
         }
-        if let lock { try StoreFileSystem.call("flock(\(self.lockPath))", flock(lock, LOCK_SH)) }
+        if let lock { try FileTokenStoreLock.lock(lock, LOCK_SH, path: self.lockPath, deadline: self.lockDeadline()) }
         if case .contents(let contents) = try self.load() { return contents }
         // Moving the file aside is a change: retry under the exclusive lock, where no update
         // can be halfway, and move aside only what is still unusable then.
-        if let lock { try StoreFileSystem.call("flock(\(self.lockPath))", flock(lock, LOCK_EX)) }
+        if let lock { try FileTokenStoreLock.lock(lock, LOCK_EX, path: self.lockPath, deadline: self.lockDeadline()) }
         switch try self.load() {
         case .contents(let contents):
             return contents
@@ -98,7 +113,7 @@ package final class FileTokenStore: TokenStore {
         try StoreFileSystem.createDirectories(self.directory)
         let lock = try StoreFileSystem.call("open(\(self.lockPath))", self.openLockFile())
         defer { StoreFileSystem.closeQuietly(lock) }
-        try StoreFileSystem.call("flock(\(self.lockPath))", flock(lock, LOCK_EX))
+        try FileTokenStoreLock.lock(lock, LOCK_EX, path: self.lockPath, deadline: self.lockDeadline())
         var contents: TokenStoreContents
         switch try self.load() {
         case .contents(let found):

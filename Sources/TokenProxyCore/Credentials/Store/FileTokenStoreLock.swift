@@ -74,24 +74,42 @@ final class FileTokenStoreLock: TokenStoreLock {
             "open(\(path))",
             open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         )
+        do {
+            try Self.lock(descriptor, LOCK_EX, path: path, deadline: deadline)
+        } catch {
+            StoreFileSystem.closeQuietly(descriptor)
+            guard error.code == .lockTimeout else { throw error }
+            throw TokenStoreError(
+                .lockTimeout,
+                "timed out waiting for the refresh lock of provider \(provider) (\(path)): "
+                    + "another process or request is obtaining its token"
+            )
+        }
+        return FileTokenStoreLock(path: path, descriptor: descriptor)
+    }
+
+    /// Takes the flock `operation` (`LOCK_SH` or `LOCK_EX`) on `descriptor`, polling with
+    /// short sleeps (5 ms doubling to 50 ms) until `deadline`, then `lock_timeout`: a process
+    /// that holds a lock for ever (stopped, hung on a disk) costs a bounded wait, never a
+    /// thread. It tries at least once, even past the deadline.
+    static func lock(
+        _ descriptor: Int32,
+        _ operation: Int32,
+        path: String,
+        deadline: ContinuousClock.Instant
+    ) throws(TokenStoreError) {
         var pause = Duration.milliseconds(5)
         while true {
             let outcome: IOResult<Int32>
             do {
-                outcome = try syscall("flock(\(path))") { flock(descriptor, LOCK_EX | LOCK_NB) }
+                outcome = try syscall("flock(\(path))") { flock(descriptor, operation | LOCK_NB) }
             } catch {
-                StoreFileSystem.closeQuietly(descriptor)
                 throw TokenStoreError(io: error)
             }
-            if case .processed = outcome { return FileTokenStoreLock(path: path, descriptor: descriptor) }
+            if case .processed = outcome { return }
             let remaining = ContinuousClock.now.duration(to: deadline)
             guard remaining > .zero else {
-                StoreFileSystem.closeQuietly(descriptor)
-                throw TokenStoreError(
-                    .lockTimeout,
-                    "timed out waiting for the refresh lock of provider \(provider) (\(path)): "
-                        + "another process or request is obtaining its token"
-                )
+                throw TokenStoreError(.lockTimeout, "timed out waiting for the lock \(path)")
             }
             Self.sleep(min(pause, remaining))
             pause = min(pause * 2, .milliseconds(50))
