@@ -286,7 +286,7 @@ final class OAuthGrantSource: CredentialSource {
     /// 30 seconds ahead), so requests rarely wait for a token request.
     private func scheduleBackgroundRefresh(of token: AccessToken) {
         guard let expiresAt = token.expiresAt else { return }
-        let stale = expiresAt - BoundedSeconds.duration(self.provider.refreshSkewSeconds)
+        let stale = expiresAt - token.refreshSkew(BoundedSeconds.duration(self.provider.refreshSkewSeconds))
         let remaining = Double((stale - .now).milliseconds) / 1000
         let lead = max(1, min(30, remaining / 10))
         let delay = remaining - lead
