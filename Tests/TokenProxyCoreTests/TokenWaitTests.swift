@@ -71,6 +71,21 @@ struct TokenWaitTests {
         #expect(sent.last == "Bearer issued-2")
     }
 
+    @Test func anUnreadableClientSecretNamesItsVariable() throws {
+        let auth = try FakeAuthorizationServer()
+        unsetenv("TOKENPROXY_TEST_NEVER_SET_SECRET")
+        let fixture = try ForwardingFixture(
+            provider: """
+                {"grant": "client_credentials", "token_url": "\(auth.tokenURL)", "allow_insecure_endpoints": true,
+                 "client_id": "cli", "client_secret": {"env": "TOKENPROXY_TEST_NEVER_SET_SECRET"}}
+                """
+        )
+        let response = try Self.get(fixture)
+        #expect(response.status == 502)
+        #expect(response.bodyText.contains("TOKENPROXY_TEST_NEVER_SET_SECRET"))
+        #expect(auth.requests.isEmpty)
+    }
+
     @Test func aMissingRefreshTokenSeedNamesItsFile() throws {
         let auth = try FakeAuthorizationServer()
         let directory = try ScriptDirectory()

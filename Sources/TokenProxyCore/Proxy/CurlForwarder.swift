@@ -238,7 +238,11 @@ package final class CurlForwarder: RouteForwarder {
         } catch {
             exchange.respond(
                 ErrorResponse.response(
-                    for: ProxyError(.upstreamUnreachable, "the route's client_key cannot be read", route: route.name)
+                    for: ProxyError(
+                        .upstreamUnreachable,
+                        "the route's client_key cannot be read: \(error)",
+                        route: route.name
+                    )
                 )
             )
             return

@@ -245,7 +245,7 @@ struct TokenEndpointClient: Sendable {
         do {
             secret = try self.provider.clientSecret?.resolve()
         } catch {
-            return .failure(self.error("the client_secret cannot be read"))
+            return .failure(self.error("the client_secret cannot be read: \(error)"))
         }
         switch self.provider.clientAuth {
         case .clientSecretBasic:
