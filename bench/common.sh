@@ -63,6 +63,8 @@ $(bench_nginx_http "$work/upstream")
     ssl_certificate $work/server.pem;
     ssl_certificate_key $work/server.key;
     root $work/www;
+    # Any method (a static file answers POST with 405): for METHOD=POST in compare.sh.
+    location = /post { return 200 "ok\n"; }
   }
 }
 CONF

@@ -11,6 +11,8 @@
 # CONNECTIONS lists the client connection counts measured ("64 1" by default);
 # KEEPALIVE_REQUESTS is how many requests the upstream serves on a connection before
 # closing it (a million by default, so connections are kept; nginx's default is 1,000).
+# METHOD=POST sends small form POSTs to the upstream's /post instead of GETs of /1k (a
+# request that is not idempotent goes out on a new upstream connection: docs/upstream.md).
 #
 # Build a binary as the Dockerfile does, e.g. for a commit checked out in a worktree:
 #   scripts/build-release.sh /tmp/b     # prints the binary's path
@@ -66,11 +68,24 @@ for side in old new; do
     echo "$side: RSS idle $(awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/${PID[$side]}/status") MiB"
 done
 
+METHOD=${METHOD:-GET}
+target=/1k
+wrk_script=()
+if [ "$METHOD" = POST ]; then
+    target=/post
+    cat > "$work/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = "a=1"
+wrk.headers["Content-Type"] = "application/x-www-form-urlencoded"
+LUA
+    wrk_script=(-s "$work/post.lua")
+fi
+
 results="$work/results.tsv"
 : > "$results"
 measure() { # side round connections threads port
     local output
-    output=$(wrk --latency -t "$4" -c "$3" -d "${DURATION}s" "http://127.0.0.1:$5/1k")
+    output=$(wrk --latency "${wrk_script[@]}" -t "$4" -c "$3" -d "${DURATION}s" "http://127.0.0.1:$5$target")
     # Failures as bench/run.sh counts them: non-2xx/3xx answers and socket errors.
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
         "$(echo "$output" | awk '/Requests\/sec/ {print $2}')" \

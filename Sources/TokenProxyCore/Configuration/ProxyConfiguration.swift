@@ -79,7 +79,7 @@ package struct ProxyConfiguration: Sendable, Equatable {
     {
         let data: Data
         do {
-            data = try ConfigurationFile.read(path: path, maxBytes: Self.maxFileBytes, what: "configuration file").data
+            data = try ConfigurationFile.read(path: path, maxBytes: Self.maxFileBytes, what: "configuration file")
         } catch {
             throw ConfigurationError(message: error.message)
         }

@@ -307,16 +307,7 @@ package final class CurlTransfer: @unchecked Sendable {
             if self.headSent {
                 self.post(end: .abort)
             } else {
-                self.post(
-                    end: .fail(
-                        ProxyError(
-                            .upstreamTimeout,
-                            "the upstream did not answer in time",
-                            route: self.route,
-                            provider: self.provider
-                        )
-                    )
-                )
+                self.post(end: .fail(self.timeoutError()))
             }
         } else if self.result == CURLE_OK && self.headSent {
             self.post(end: .finish)
@@ -328,16 +319,7 @@ package final class CurlTransfer: @unchecked Sendable {
             self.post(end: .fail(headError))
         } else if self.result == CURLE_OPERATION_TIMEDOUT, self.easy?.sentRequest == true {
             // The whole-life timeout ran out after the request went out: the upstream's silence.
-            self.post(
-                end: .fail(
-                    ProxyError(
-                        .upstreamTimeout,
-                        "the upstream did not answer in time",
-                        route: self.route,
-                        provider: self.provider
-                    )
-                )
-            )
+            self.post(end: .fail(self.timeoutError()))
         } else {
             let error = ProxyError(
                 .upstreamUnreachable,
@@ -370,6 +352,11 @@ package final class CurlTransfer: @unchecked Sendable {
         default:
             return false
         }
+    }
+
+    /// 504 `upstream_timeout`: no response head in time.
+    private func timeoutError() -> ProxyError {
+        ProxyError(.upstreamTimeout, "the upstream did not answer in time", route: self.route, provider: self.provider)
     }
 
     private func errorMessage() -> String {
