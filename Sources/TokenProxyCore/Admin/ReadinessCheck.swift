@@ -62,7 +62,7 @@ struct ReadinessCheck: Sendable {
             finish()
             return
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + self.timeout, execute: finish)
+        DeadlineScheduler.shared.schedule(at: .now + BoundedSeconds.duration(self.timeout), finish)
         for provider in providers {
             let record: @Sendable (ProviderState) -> Void = { state in
                 let complete = results.withLock { results -> Bool in

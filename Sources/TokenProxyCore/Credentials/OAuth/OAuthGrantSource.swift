@@ -291,7 +291,7 @@ final class OAuthGrantSource: CredentialSource {
         let lead = max(1, min(30, remaining / 10))
         let delay = remaining - lead
         guard delay > 0 else { return }
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+        DeadlineScheduler.shared.schedule(at: .now + BoundedSeconds.duration(delay)) { [weak self] in
             guard let self, let fetch = self.cache.beginBackgroundRefresh(of: token) else { return }
             self.fetch(fetch, replacing: token)
         }

@@ -199,7 +199,7 @@ struct TokenEndpointClient: Sendable {
                 completion(.failure(failure))
                 return
             }
-            DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
+            DeadlineScheduler.shared.schedule(at: .now + BoundedSeconds.duration(delay)) {
                 self.attempt(request, number: number + 1, deadline: deadline, completion: completion)
             }
         }
