@@ -51,6 +51,10 @@ static inline int tp_prereq_ok(void) {
     return CURL_PREREQFUNC_OK;
 }
 
+static inline int tp_prereq_abort(void) {
+    return CURL_PREREQFUNC_ABORT;
+}
+
 static inline CURLcode tp_easy_setopt_opensocket_callback(
     CURL *handle, curl_socket_t (*callback)(void *, curlsocktype, struct curl_sockaddr *)) {
     return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);

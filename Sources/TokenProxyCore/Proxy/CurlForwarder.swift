@@ -91,14 +91,16 @@ package final class CurlForwarder: RouteForwarder {
                 entry = found
             }
         }
+        let idempotent = ReplayStateMachine.isIdempotent(exchange.head.method)
         let attempt = ForwardingAttempt(
             match: match,
             base: base,
             url: url,
             entry: entry,
+            idempotent: idempotent,
             replay: ReplayStateMachine(
                 replaysUnauthorized: route.retryOn401 && entry?.source.canRenew == true,
-                idempotent: ReplayStateMachine.isIdempotent(exchange.head.method),
+                idempotent: idempotent,
                 limit: limits.replayBufferBytes,
                 hasBody: hasBody
             ),
@@ -255,10 +257,10 @@ package final class CurlForwarder: RouteForwarder {
             connectTimeout: limits.upstreamConnectTimeoutSeconds,
             firstByteTimeout: route.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds,
             idleTimeout: limits.upstreamIdleSeconds,
-            // libcurl sends a request again by itself when a connection from its cache turns
-            // out closed before any answer; the upstream may have acted on the first copy, so
-            // a method that is not idempotent (RFC 9110 §9.2.2) never goes out on one.
-            freshConnection: freshConnection || !ReplayStateMachine.isIdempotent(exchange.head.method)
+            // The upstream may have acted on a request whose connection closed before any
+            // answer: libcurl must not send one that is not idempotent again by itself.
+            resendable: attempt.idempotent,
+            freshConnection: freshConnection
         )
         let bound = QueueBound(exchange, context: exchange.context)
         // Weak: the attempt holds the transfer, which holds this sink.

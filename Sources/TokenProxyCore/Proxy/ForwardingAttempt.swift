@@ -11,6 +11,8 @@ final class ForwardingAttempt {
     let url: String
     let entry: CredentialRegistry.Entry?
     let logger: Logger
+    /// Whether the request's method is idempotent (RFC 9110 §9.2.2): it may be sent again.
+    let idempotent: Bool
     /// The token the current attempt was sent with.
     var token: AccessToken?
     private var replay: ReplayStateMachine
@@ -25,9 +27,11 @@ final class ForwardingAttempt {
         base: UpstreamURL.Base,
         url: String,
         entry: CredentialRegistry.Entry?,
+        idempotent: Bool,
         replay: ReplayStateMachine,
         logger: Logger
     ) {
+        self.idempotent = idempotent
         self.match = match
         self.base = base
         self.url = url

@@ -34,6 +34,11 @@ package final class CurlTransfer: @unchecked Sendable {
         /// Time paused for a slow client does not count (the client's own send deadline
         /// bounds that).
         var idleTimeout: Double? = nil
+        /// Whether libcurl may send the request a second time by itself (it does when a
+        /// connection from its cache turns out closed before any answer): only for idempotent
+        /// methods (RFC 9110 §9.2.2); for the others that second send is stopped and the
+        /// transfer fails instead.
+        var resendable = true
         /// Whether the request must go out on a new connection rather than one from the cache
         /// (`CURLOPT_FRESH_CONNECT`): for a request sent again after a reused one failed.
         var freshConnection = false
@@ -317,6 +322,15 @@ package final class CurlTransfer: @unchecked Sendable {
             self.post(end: .abort)
         } else if let headError = self.headError {
             self.post(end: .fail(headError))
+        } else if self.result == CURLE_ABORTED_BY_CALLBACK, self.sends > 1 {
+            let error = ProxyError(
+                .upstreamUnreachable,
+                "the upstream closed the kept-alive connection before answering; a \(self.request.method) "
+                    + "request is not sent twice",
+                route: self.route,
+                provider: self.provider
+            )
+            self.post(end: .fail(error))
         } else if self.result == CURLE_OPERATION_TIMEDOUT, self.easy?.sentRequest == true {
             // The whole-life timeout ran out after the request went out: the upstream's silence.
             self.post(end: .fail(self.timeoutError()))
@@ -461,9 +475,11 @@ package final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    /// libcurl is about to send the request on a connection (engine thread).
-    fileprivate func sending() {
+    /// libcurl is about to send the request on a connection (engine thread): false stops a
+    /// second send of a request that must not be sent twice.
+    fileprivate func sending() -> Bool {
         self.sends += 1
+        return self.sends == 1 || self.options.resendable
     }
 
     /// Takes body bytes from libcurl's write callback: their count, or libcurl's pause value
@@ -518,8 +534,7 @@ private let curlHeaderCallback: CurlEasy.DataCallback = {
 }
 
 private let curlPrerequestCallback: CurlEasy.PrerequestCallback = { userdata, _, _, _, _ in
-    transfer(userdata)?.sending()
-    return tp_prereq_ok()
+    transfer(userdata)?.sending() == false ? tp_prereq_abort() : tp_prereq_ok()
 }
 
 /// Opens the upstream sockets: close-on-exec, and only while descriptors are not short. A
