@@ -57,6 +57,35 @@ struct TokenWaitTests {
         lock.release()
     }
 
+    /// A failed token request notes its error in the store; that write must not make the
+    /// running proxy forget the failure and ask the refusing endpoint again at once.
+    @Test func theBackoffHoldsAcrossTheFailuresOwnNoteInTheStore() throws {
+        let auth = try FakeAuthorizationServer()
+        for _ in 0..<20 {
+            auth.enqueue(
+                .init(status: 503, body: #"{"error": "temporarily_unavailable"}"#, headers: [("Retry-After", "20")])
+            )
+        }
+        let store = try TokenStoreFixture()
+        let fixture = try ForwardingFixture(
+            provider: Self.provider(auth),
+            limits: #""token_request_seconds": 5, "token_wait_seconds": 5"#,
+            store: store.store()
+        )
+        #expect(try Self.get(fixture).status == 502)
+        #expect(auth.requests.count == 1)
+        #expect(try store.store().read().grants["svc"]?.lastError != nil)
+        // Requests through the next three seconds, long enough for the proxy to see the
+        // store's change: the endpoint asked for 20 s and is not asked again meanwhile.
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < .seconds(3) {
+            let response = try Self.get(fixture)
+            #expect(response.status == 502)
+            usleep(100_000)
+        }
+        #expect(auth.requests.count == 1)
+    }
+
     @Test func aRunningProxyFollowsALogoutOfAnotherProcessWithinASecond() throws {
         let auth = try FakeAuthorizationServer()
         let store = try TokenStoreFixture()

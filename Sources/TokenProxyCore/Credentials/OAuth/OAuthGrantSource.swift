@@ -59,15 +59,21 @@ final class OAuthGrantSource: CredentialSource {
     }
 
     /// The token store changed (a logout, a login, another process): a cached token the
-    /// store no longer holds is dropped, and a remembered failure forgotten, so the next
-    /// request reads the store again.
+    /// store no longer holds is dropped, and a remembered failure is forgotten once the store
+    /// holds a fresh token of this configuration (a login, another process's token request),
+    /// so the next request reads the store again. A failure's own note in the store (its last
+    /// error) changes nothing: the backoff holds.
     func storeChanged(_ contents: TokenStoreContents) {
         let stored = contents.grants[self.provider.name]
         if let cached = self.cache.current {
             if stored?.accessToken != cached.value || stored?.needsLogin == true {
                 self.cache.reset()
             }
-        } else if self.cache.rememberedFailure != nil {
+        } else if self.cache.rememberedFailure != nil, let stored,
+            stored.configFingerprint == self.provider.tokenFingerprint(), stored.needsLogin != true,
+            let fresh = stored.freshAccessToken(skew: self.provider.refreshSkewSeconds),
+            fresh.value != self.refused.withLock({ $0 })
+        {
             self.cache.reset()
         }
     }

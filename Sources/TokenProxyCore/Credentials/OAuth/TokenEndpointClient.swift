@@ -164,7 +164,13 @@ struct TokenEndpointClient: Sendable {
             switch result {
             case .failure(let transport):
                 retryAfter = nil
-                failure = Failure(error: self.error(transport.message))
+                // The transport's words are about "the upstream"; here the peer is the token
+                // endpoint.
+                let message =
+                    transport.code == .upstreamTimeout
+                    ? "the token endpoint did not answer in time"
+                    : "cannot reach the token endpoint: \(transport.message)"
+                failure = Failure(error: self.error(message))
             case .success(let response):
                 switch TokenResponseParser.parse(
                     status: response.status,
