@@ -35,7 +35,8 @@ enum Blocking {
             semaphore.signal()
         }
         let remaining = deadline - .now
-        let nanoseconds = max(0, remaining.components.seconds) * 1_000_000_000
+        let nanoseconds =
+            max(0, remaining.components.seconds) * 1_000_000_000
             + max(0, remaining.components.attoseconds / 1_000_000_000)
         _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds)))
         return result.withLock { $0.take() }

@@ -142,7 +142,9 @@ struct CurlEasy {
     typealias DataCallback = @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
     /// libcurl's pre-request callback type.
     typealias PrerequestCallback =
-        @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32)
+        @convention(c) (
+            UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32
+        )
         -> Int32
     /// libcurl's open-socket callback type.
     typealias OpenSocketCallback =
