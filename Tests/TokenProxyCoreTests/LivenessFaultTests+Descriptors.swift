@@ -6,6 +6,7 @@ enum FaultSide: String, Sendable, CustomTestStringConvertible {
     case tokenEndpoint = "token endpoint"
     case upstream
 
+    /// The side's name, for the test output.
     var testDescription: String { self.rawValue }
 
     /// A target of the route that meets this side's fault.
@@ -19,12 +20,16 @@ enum FaultSide: String, Sendable, CustomTestStringConvertible {
 
 /// A way for 300 clients to give up on their exchanges.
 struct Abandonment: Sendable, CustomTestStringConvertible {
+    /// What the clients give up on, for the test output.
     var testDescription: String
+    /// Where the fault is.
     var side: FaultSide
+    /// What holds the exchanges.
     var fault: FaultServer.Fault
     /// Whether each client reads the response head before it closes.
     var readsHead: Bool
 
+    /// A hanging token request, a hanging upstream, and an upstream body that stalls.
     static let all: [Abandonment] = [
         .init(testDescription: "token endpoint hangs", side: .tokenEndpoint, fault: .hangBeforeHead, readsHead: false),
         .init(testDescription: "upstream hangs", side: .upstream, fault: .hangBeforeHead, readsHead: false),

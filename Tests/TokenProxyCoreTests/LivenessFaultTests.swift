@@ -46,7 +46,9 @@ private final class FaultFixture {
 
 /// A fault of a peer and what a client of the proxy sees because of it.
 struct PeerFault: Sendable, CustomTestStringConvertible {
+    /// How the test output names it.
     var name: String
+    /// What the fault server does.
     var fault: FaultServer.Fault
     /// What every client gets; nil when some get 200 and the others 502 (a flapping peer).
     var expected: ClientOutcome?
@@ -54,6 +56,7 @@ struct PeerFault: Sendable, CustomTestStringConvertible {
     /// one attempt only (other faults fail at once and are retried within the token request).
     var stalls: Bool
 
+    /// The name, for the test output.
     var testDescription: String { self.name }
 
     /// Token endpoint faults: each leaves the requests waiting for it without a token.
@@ -99,6 +102,7 @@ struct PeerFault: Sendable, CustomTestStringConvertible {
         .init(name: "flapping", fault: .flapping(good: .ok, bad: .refuse), expected: nil, stalls: false),
     ]
 
+    /// A fault called `name` for the test output.
     init(name: String, fault: FaultServer.Fault, expected: ClientOutcome? = nil, stalls: Bool) {
         self.name = name
         self.fault = fault

@@ -8,8 +8,11 @@ import Foundation
 /// - `/up`: provider `fixed` (a static token) to ``upstream``;
 /// - `/open`: no provider, to ``healthy``.
 final class FaultPeers {
+    /// The token endpoint of provider `svc`.
     let tokenEndpoint: FaultServer
+    /// The upstream of route `up`.
     let upstream: FaultServer
+    /// The upstream of routes `api` and `open`, never at fault.
     let healthy: FakeUpstream
 
     /// Limits short enough that every fault ends within a few seconds: a request waits

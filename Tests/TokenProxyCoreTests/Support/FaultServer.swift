@@ -48,6 +48,7 @@ final class FaultServer: Sendable {
     /// The body length the stalling faults announce and never complete.
     static let announcedLength = 65_536
 
+    /// The loopback port it listens on.
     let port: UInt16
     private let core: FaultServerCore
 

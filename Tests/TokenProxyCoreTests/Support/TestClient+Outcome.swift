@@ -3,8 +3,11 @@ import Foundation
 /// One exchange as its client saw it: the status, the proxy's error code
 /// (`X-Tokenproxy-Error`), and whether the body arrived whole by its framing.
 struct ClientOutcome: Equatable, CustomStringConvertible {
+    /// The response's status.
     var status: Int
+    /// `X-Tokenproxy-Error`, when the proxy made the answer.
     var error: String?
+    /// Whether the body was whole by its framing.
     var complete: Bool
 
     /// A whole answer with this status and error code.
@@ -12,6 +15,7 @@ struct ClientOutcome: Equatable, CustomStringConvertible {
         ClientOutcome(status: status, error: error, complete: true)
     }
 
+    /// Status, error code and a broken body, as assertion messages show them.
     var description: String { "\(self.status) \(self.error ?? "-")\(self.complete ? "" : " (broken body)")" }
 }
 

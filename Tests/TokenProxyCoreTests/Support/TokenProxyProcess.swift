@@ -5,8 +5,11 @@ import Foundation
 /// `/proc/PID/fd`, which other tests running in this process would disturb. Terminated on
 /// deinit.
 final class TokenProxyProcess {
+    /// The running `serve`.
     let process: Process
+    /// Its JSON log lines.
     let output: ProcessErrorStream
+    /// The loopback port it listens on.
     let port: UInt16
     private let directory: ScriptDirectory
 
