@@ -1,0 +1,250 @@
+import Foundation
+import Testing
+
+@testable import TokenProxyCore
+
+/// A proxy in this process in front of ``FaultPeers``, with its metrics.
+private final class FaultFixture {
+    let peers: FaultPeers
+    let forwarder: CurlForwarder
+    let proxy: TestProxy
+
+    init(
+        tokenEndpoint: FaultServer.Fault = .token(FaultPeers.token),
+        upstream: FaultServer.Fault = .ok,
+        limits: String = FaultPeers.quickLimits()
+    ) throws {
+        self.peers = try FaultPeers(tokenEndpoint: tokenEndpoint, upstream: upstream)
+        let configuration = TestProxy.configuration(self.peers.configuration(limits: limits))
+        let metrics = ProxyMetrics()
+        self.forwarder = CurlForwarder(
+            configuration: configuration,
+            engines: [ForwardingFixture.engine],
+            metrics: metrics,
+            logger: TestLogging.logger
+        )
+        self.proxy = try TestProxy(configuration, forwarder: self.forwarder, metrics: metrics)
+    }
+
+    /// `count` GETs of `target` at once; `during` runs while they are all in the proxy.
+    func gets(_ count: Int, _ target: String, during: () throws -> Void = {}) throws -> [ClientOutcome] {
+        try TestClient.concurrentGets(port: self.proxy.port, count: count, target: target, during: during)
+    }
+
+    func get(_ target: String) throws -> ClientOutcome {
+        try TestClient.outcome(port: self.proxy.port, target: target)
+    }
+
+    /// `tokenproxy_token_requests_total` of provider `svc` with `result`: token requests
+    /// that ended (their retries of transient failures included).
+    func tokenRequests(_ result: String) throws -> Int {
+        let response = try self.proxy.client().get("/_tokenproxy/metrics")
+        let metrics = try PrometheusExposition(String(decoding: response.body, as: UTF8.self))
+        return Int(metrics.value("tokenproxy_token_requests_total", ["provider": "svc", "result": result]) ?? 0)
+    }
+}
+
+/// A fault of a peer and what a client of the proxy sees because of it.
+struct PeerFault: Sendable, CustomTestStringConvertible {
+    /// How the test output names it.
+    var name: String
+    /// What the fault server does.
+    var fault: FaultServer.Fault
+    /// What every client gets; nil when some get 200 and the others 502 (a flapping peer).
+    var expected: ClientOutcome?
+    /// Whether one attempt at the peer lasts until a deadline, so that a token request makes
+    /// one attempt only (other faults fail at once and are retried within the token request).
+    var stalls: Bool
+
+    /// The name, for the test output.
+    var testDescription: String { self.name }
+
+    /// Token endpoint faults: each leaves the requests waiting for it without a token.
+    static let tokenEndpoint: [PeerFault] = [
+        ("refuse", .refuse, false),
+        ("hang before head", .hangBeforeHead, true),
+        ("head then silence", .headThenSilence, true),
+        ("slow drip", .slowDrip(bytesPerSecond: 10), true),
+        ("reset mid-body", .resetMidBody, false),
+        ("garbage", .garbage, false),
+    ].map { (name: String, fault: FaultServer.Fault, stalls: Bool) in
+        PeerFault(name: name, fault: fault, expected: .answered(502, "token_unavailable"), stalls: stalls)
+    }
+
+    /// Upstream faults, with what the client sees.
+    static let upstream: [PeerFault] = [
+        .init(name: "refuse", fault: .refuse, expected: .answered(502, "upstream_unreachable"), stalls: false),
+        .init(
+            name: "hang before head",
+            fault: .hangBeforeHead,
+            expected: .answered(504, "upstream_timeout"),
+            stalls: true
+        ),
+        .init(
+            name: "head then silence",
+            fault: .headThenSilence,
+            expected: .init(status: 200, complete: false),
+            stalls: true
+        ),
+        .init(
+            name: "drip then stop",
+            fault: .slowDrip(bytesPerSecond: 20, stopAfter: 10),
+            expected: .init(status: 200, complete: false),
+            stalls: true
+        ),
+        .init(
+            name: "reset mid-body",
+            fault: .resetMidBody,
+            expected: .init(status: 200, complete: false),
+            stalls: false
+        ),
+        .init(name: "garbage", fault: .garbage, expected: .answered(502, "upstream_unreachable"), stalls: false),
+        .init(name: "flapping", fault: .flapping(good: .ok, bad: .refuse), expected: nil, stalls: false),
+    ]
+
+    /// A fault called `name` for the test output.
+    init(name: String, fault: FaultServer.Fault, expected: ClientOutcome? = nil, stalls: Bool) {
+        self.name = name
+        self.fault = fault
+        self.expected = expected
+        self.stalls = stalls
+    }
+}
+
+/// A peer's fault never becomes the proxy's (`docs/security.md`, "A hostile or broken token
+/// endpoint", "A hostile or broken upstream"): whatever a token endpoint or an upstream does,
+/// every request is answered within the limits, with the answer that names the fault; a
+/// token endpoint's fault costs one token request however many requests wait, and none while
+/// its failure is remembered; and the proxy heals by itself once the peer does. Each fault
+/// meets one request, then 200 at once, while an unrelated route keeps answering.
+struct LivenessFaultTests {
+    /// Every waiter gets 502 `token_unavailable` by `token_wait_seconds`; the one token
+    /// request ends by `token_request_seconds`; requests during the backoff get the failure
+    /// without asking; once the endpoint answers again, so does the proxy.
+    @Test(arguments: PeerFault.tokenEndpoint, [1, 200])
+    func aTokenEndpointFaultCostsOneTokenRequestAndHeals(fault: PeerFault, clients: Int) throws {
+        let fixture = try FaultFixture(tokenEndpoint: fault.fault)
+        let endpoint = fixture.peers.tokenEndpoint
+        var open: ClientOutcome?
+        let answers = try fixture.gets(clients, "/api/echo") { open = try fixture.get("/open/echo") }
+        #expect(open == .answered(200))
+        #expect(answers.filter { $0 != fault.expected }.isEmpty, "\(answers.filter { $0 != fault.expected })")
+
+        // One token request for every waiter, counted when it ends; a stalled attempt is the
+        // only one, others are retried within it.
+        #expect(eventually { (try? fixture.tokenRequests("error")) == 1 })
+        if fault.stalls {
+            #expect(endpoint.connections == 1)
+        } else {
+            #expect((1...20).contains(endpoint.connections), "\(endpoint.connections) attempts")
+        }
+
+        // While the failure is remembered, requests get it without a new token request.
+        let asked = endpoint.connections
+        let remembered = try fixture.gets(clients, "/api/echo")
+        #expect(remembered.filter { $0 != fault.expected }.isEmpty, "\(remembered.filter { $0 != fault.expected })")
+        let failures = try fixture.tokenRequests("error")
+        withKnownIssue(Self.forgottenFailure, isIntermittent: true) {
+            #expect(endpoint.connections == asked)
+            #expect(failures == 1)
+        }
+
+        // Once the endpoint heals and the backoff has passed, tokens flow again.
+        endpoint.fault = .token("healed")
+        #expect(eventually { (try? fixture.get("/api/echo")) == .answered(200) })
+        let healed = try fixture.gets(clients, "/api/echo")
+        #expect(healed.filter { $0 != .answered(200) }.isEmpty, "\(healed.filter { $0 != .answered(200) })")
+        #expect(try fixture.tokenRequests("success") == 1)
+        #expect(fixture.peers.healthy.requests.last?.headers.first("Authorization") == "Bearer healed")
+    }
+
+    /// A token endpoint that fails every other connection costs one token request: its
+    /// failures are retried within it, and every waiter gets the token.
+    @Test(arguments: [1, 200])
+    func aFlappingTokenEndpointIsRetriedWithinOneTokenRequest(clients: Int) throws {
+        let fixture = try FaultFixture(
+            tokenEndpoint: .flapping(good: .token("flapped"), bad: .refuse),
+            limits: FaultPeers.quickLimits(tokenWait: 10)
+        )
+        let answers = try fixture.gets(clients, "/api/echo")
+        #expect(answers.filter { $0 != .answered(200) }.isEmpty, "\(answers.filter { $0 != .answered(200) })")
+        #expect(try fixture.tokenRequests("success") == 1)
+        #expect(try fixture.tokenRequests("error") == 0)
+        #expect(fixture.peers.tokenEndpoint.connections == 2)
+    }
+
+    /// A head that never comes is 504 `upstream_timeout` by the first-byte timeout; bytes that
+    /// are not HTTP, or no answer at all, are 502 `upstream_unreachable`; a body that stops or
+    /// breaks after the head breaks off at the client, by `upstream_idle_seconds` at the
+    /// latest, never looking complete. Once the upstream answers again, so does the proxy.
+    @Test(arguments: PeerFault.upstream, [1, 200])
+    func anUpstreamFaultIsAnsweredAndHeals(fault: PeerFault, clients: Int) throws {
+        let fixture = try FaultFixture(upstream: fault.fault)
+        var open: ClientOutcome?
+        let answers = try fixture.gets(clients, "/up/x") { open = try fixture.get("/open/echo") }
+        #expect(open == .answered(200))
+        if let expected = fault.expected {
+            #expect(answers.filter { $0 != expected }.isEmpty, "\(answers.filter { $0 != expected })")
+        } else {
+            let served = answers.filter { $0 == .answered(200) }.count
+            let refused = answers.filter { $0 == .answered(502, "upstream_unreachable") }.count
+            #expect(served + refused == clients, "\(answers)")
+            #expect(clients == 1 || (served >= 1 && refused >= 1), "\(answers)")
+        }
+
+        fixture.peers.upstream.fault = .ok
+        #expect(eventually { (try? fixture.get("/up/x")) == .answered(200) })
+        let healed = try fixture.gets(clients, "/up/x")
+        #expect(healed.filter { $0 != .answered(200) }.isEmpty, "\(healed.filter { $0 != .answered(200) })")
+    }
+
+    /// The fault server itself leaves nothing behind: stopping it ends the connections it
+    /// holds and every thread serving them, so hundreds of stalled connections per test do
+    /// not pile up in the test process.
+    @Test func aStoppedFaultServerHoldsNoThreadOrConnection() throws {
+        let server = try FaultServer(.hangBeforeHead)
+        let clients = try (0..<20).map { _ in try TestClient(port: server.port, timeout: 5) }
+        for client in clients { try client.send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n") }
+        #expect(eventually { server.requests == 20 })
+        #expect(server.threads == 21)
+
+        server.stop()
+        #expect(server.threads == 0)
+        #expect(try clients.allSatisfy { try $0.isClosedByServer() })
+        #expect(throws: TestClient.Failure.self) { try TestClient(port: server.port) }
+    }
+
+    /// Why a failure is sometimes forgotten before its backoff has passed.
+    static let forgottenFailure: Comment = """
+        OAuthGrantSource.storeChanged forgets a remembered failure on every store change, the \
+        failed token request's own lastError write included: the store watcher's next tick (within \
+        about a second) ends the backoff, and the next request makes a new token request
+        """
+
+    /// A failed token request writes its error to the token store, and within a second the
+    /// store watcher reports the change to the provider's source, as done here at once. The
+    /// remembered failure must outlive that: only a change that can let a token request
+    /// succeed (a login, a logout, a token from another process) should end the backoff.
+    @Test(.disabled("\(LivenessFaultTests.forgottenFailure)"))
+    func aRememberedFailureOutlivesItsOwnStoreWrite() throws {
+        let fixture = try FaultFixture(
+            tokenEndpoint: .answer(
+                status: 503,
+                headers: [("Retry-After", "30"), ("Content-Type", "application/json")],
+                body: #"{"error": "temporarily_unavailable"}"#
+            ),
+            limits: FaultPeers.quickLimits(backoff: 30)
+        )
+        let endpoint = fixture.peers.tokenEndpoint
+        #expect(try fixture.get("/api/echo") == .answered(502, "token_unavailable"))
+        #expect(endpoint.requests == 1)
+
+        let registry = try #require(fixture.forwarder.credentialRegistry)
+        let source = try #require(registry.entry("svc")?.source)
+        source.storeChanged(try registry.store.read())
+
+        // Retry-After asked for 30 seconds: the failure is still remembered.
+        #expect(try fixture.get("/api/echo") == .answered(502, "token_unavailable"))
+        #expect(endpoint.requests == 1)
+    }
+}
