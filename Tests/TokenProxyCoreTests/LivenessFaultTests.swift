@@ -144,10 +144,8 @@ struct LivenessFaultTests {
         let remembered = try fixture.gets(clients, "/api/echo")
         #expect(remembered.filter { $0 != fault.expected }.isEmpty, "\(remembered.filter { $0 != fault.expected })")
         let failures = try fixture.tokenRequests("error")
-        withKnownIssue(Self.forgottenFailure, isIntermittent: true) {
-            #expect(endpoint.connections == asked)
-            #expect(failures == 1)
-        }
+        #expect(endpoint.connections == asked)
+        #expect(failures == 1)
 
         // Once the endpoint heals and the backoff has passed, tokens flow again.
         endpoint.fault = .token("healed")
@@ -214,19 +212,11 @@ struct LivenessFaultTests {
         #expect(throws: TestClient.Failure.self) { try TestClient(port: server.port) }
     }
 
-    /// Why a failure is sometimes forgotten before its backoff has passed.
-    static let forgottenFailure: Comment = """
-        OAuthGrantSource.storeChanged forgets a remembered failure on every store change, the \
-        failed token request's own lastError write included: the store watcher's next tick (within \
-        about a second) ends the backoff, and the next request makes a new token request
-        """
-
     /// A failed token request writes its error to the token store, and within a second the
     /// store watcher reports the change to the provider's source, as done here at once. The
     /// remembered failure must outlive that: only a change that can let a token request
     /// succeed (a login, a logout, a token from another process) should end the backoff.
-    @Test(.disabled("\(LivenessFaultTests.forgottenFailure)"))
-    func aRememberedFailureOutlivesItsOwnStoreWrite() throws {
+    @Test func aRememberedFailureOutlivesItsOwnStoreWrite() throws {
         let fixture = try FaultFixture(
             tokenEndpoint: .answer(
                 status: 503,
