@@ -26,6 +26,8 @@ struct ServeCommand: ParsableCommand {
     var logFormat: LineLogHandler.Format = .text
 
     func run() throws {
+        // Before any thread exists, so that every thread inherits it.
+        SignalHandling.blockHandledSignals()
         LogSetup.bootstrap(format: self.logFormat, level: self.logLevel)
         let logger = Logger(label: "tokenproxy")
         Console.useLogger(self.logFormat == .json ? logger : nil)
@@ -71,18 +73,19 @@ struct ServeCommand: ParsableCommand {
             logger.critical("cannot listen", metadata: ["error": "\(error)"])
             throw ExitStatus.runtimeFailure
         }
+        SignalHandling.install(
+            service: service,
+            configPath: self.options.path,
+            listenOverride: self.listen,
+            logger: logger
+        )
+        // Only now: a signal sent by whoever waits for this line reaches the sources.
         logger.info(
             "listening",
             metadata: [
                 "listen": "\(bound.proxy)", "routes": "\(configuration.routes.count)",
                 "admin": "\(bound.admin.map { "\($0)" } ?? "\(configuration.admin)")",
             ]
-        )
-        SignalHandling.install(
-            service: service,
-            configPath: self.options.path,
-            listenOverride: self.listen,
-            logger: logger
         )
         dispatchMain()
     }
@@ -91,6 +94,23 @@ struct ServeCommand: ParsableCommand {
 /// SIGTERM/SIGINT drain and exit; SIGHUP reloads the config (`docs/operations.md`).
 enum SignalHandling {
     nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
+
+    /// The signals the sources below handle.
+    private static let handled = [SIGTERM, SIGINT, SIGHUP]
+
+    /// Blocks the handled signals in the calling thread, and so in every thread it starts.
+    /// libdispatch reads them through a signalfd, which sees a signal only while no thread
+    /// takes it: a thread that left one unblocked could take it first, and with the signal
+    /// ignored, a SIGTERM would be lost and the proxy never stop. Blocked everywhere, a signal
+    /// that arrives before the sources exist also waits for them.
+    static func blockHandledSignals() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for number in Self.handled {
+            sigaddset(&set, number)
+        }
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
 
     static func install(service: ProxyService, configPath: String, listenOverride: String?, logger: Logger) {
         let queue = DispatchQueue(label: "tokenproxy.signals")
@@ -132,6 +152,26 @@ enum SignalHandling {
         }
         reload.resume()
         self.sources.append(reload)
+        self.awaitRegistration()
+    }
+
+    /// Waits (2 s at most) until libdispatch has taken over the handled signals, which it
+    /// does on its own thread after `resume()`: it then installs a handler of its own in
+    /// place of `SIG_IGN`. Until then a signal the main thread takes (`dispatchMain` leaves
+    /// them unblocked there) would be ignored and lost.
+    private static func awaitRegistration() {
+        let deadline = ContinuousClock.now + .seconds(2)
+        // Handlers are C function pointers, compared by address.
+        let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
+        for number in Self.handled {
+            var action = sigaction()
+            while sigaction(number, nil, &action) == 0,
+                unsafeBitCast(action.__sigaction_handler, to: Int.self) == ignored,
+                ContinuousClock.now < deadline
+            {
+                usleep(1_000)
+            }
+        }
     }
 }
 
