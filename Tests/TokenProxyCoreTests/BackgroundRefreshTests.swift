@@ -7,7 +7,7 @@ struct BackgroundRefreshTests {
     @Test func theOldTokenIsServedWhileARefreshRuns() {
         var cache = TokenCacheStateMachine<Int, String>(skew: .seconds(10))
         let now = ContinuousClock.now
-        guard case .startFetch(let first) = cache.request(1, now: now) else {
+        guard case .startFetch(let first) = cache.request(1, id: UInt64(1), now: now) else {
             Issue.record("no fetch started")
             return
         }
@@ -17,12 +17,12 @@ struct BackgroundRefreshTests {
         let startedTwice = cache.beginBackgroundRefresh(of: old, now: now)
         #expect(started != nil)
         #expect(startedTwice == nil)
-        guard case .deliver(let served) = cache.request(2, now: now) else {
+        guard case .deliver(let served) = cache.request(2, id: UInt64(2), now: now) else {
             Issue.record("the old token was not served during the refresh")
             return
         }
         #expect(served == old)
-        guard case .wait = cache.request(3, now: now + .seconds(55)) else {
+        guard case .wait = cache.request(3, id: UInt64(3), now: now + .seconds(55)) else {
             Issue.record("a stale request should wait for the refresh")
             return
         }
@@ -35,7 +35,7 @@ struct BackgroundRefreshTests {
     @Test func aFailedBackgroundRefreshKeepsTheOldToken() {
         var cache = TokenCacheStateMachine<Int, String>(skew: .zero)
         let now = ContinuousClock.now
-        guard case .startFetch(let first) = cache.request(1, now: now) else {
+        guard case .startFetch(let first) = cache.request(1, id: UInt64(1), now: now) else {
             Issue.record("no fetch started")
             return
         }
@@ -45,7 +45,7 @@ struct BackgroundRefreshTests {
         let released = cache.fetchFailed("down", fetch: refresh ?? 0, now: now)
         #expect(released.isEmpty)
         #expect(cache.current(now: now) == old)
-        guard case .deliver(let served) = cache.request(2, now: now + .seconds(1)) else {
+        guard case .deliver(let served) = cache.request(2, id: UInt64(2), now: now + .seconds(1)) else {
             Issue.record("the old token was not served after the failed refresh")
             return
         }

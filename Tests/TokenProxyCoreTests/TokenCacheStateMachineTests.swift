@@ -121,7 +121,7 @@ struct TokenCacheStateMachineTests {
             switch step {
             case .request(let id, let time, let expected):
                 let found: Expected
-                switch machine.request(id, now: at(time)) {
+                switch machine.request(id, id: UInt64(id), now: at(time)) {
                 case .deliver(let token): found = .deliver(token.value)
                 case .startFetch(let fetch):
                     running = fetch
@@ -148,7 +148,7 @@ struct TokenCacheStateMachineTests {
                 )
                 #expect(answered == released, "step \(index)")
             case .giveUp(let id, let wasWaiting):
-                #expect((machine.removeWaiter { $0 == id } != nil) == wasWaiting, "step \(index)")
+                #expect((machine.removeWaiter(UInt64(id)) != nil) == wasWaiting, "step \(index)")
             case .reset:
                 machine.reset()
             }
@@ -158,13 +158,13 @@ struct TokenCacheStateMachineTests {
     @Test func theResultOfAnAbandonedFetchChangesNothing() {
         var machine = Machine(skew: .zero)
         let now = ContinuousClock.now
-        guard case .startFetch(let first) = machine.request(1, now: now) else {
+        guard case .startFetch(let first) = machine.request(1, id: UInt64(1), now: now) else {
             Issue.record("no fetch started")
             return
         }
         // The owner gave the first fetch up; the next one starts after the backoff.
         _ = machine.fetchFailed("abandoned", fetch: first, now: now)
-        guard case .startFetch(let second) = machine.request(2, now: now + .seconds(2)) else {
+        guard case .startFetch(let second) = machine.request(2, id: UInt64(2), now: now + .seconds(2)) else {
             Issue.record("no second fetch")
             return
         }
@@ -177,7 +177,7 @@ struct TokenCacheStateMachineTests {
     @Test func invalidateOnlyDropsTheTokenItNames() {
         var machine = Machine(skew: .zero)
         let now = ContinuousClock.now
-        guard case .startFetch(let fetch) = machine.request(1, now: now) else {
+        guard case .startFetch(let fetch) = machine.request(1, id: UInt64(1), now: now) else {
             Issue.record("no fetch started")
             return
         }

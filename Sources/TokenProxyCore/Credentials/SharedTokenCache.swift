@@ -70,7 +70,7 @@ final class SharedTokenCache: Sendable {
         let (action, id) = self.state.withLock { state -> (TokenCacheStateMachine<Waiter, ProxyError>.Action, UInt64) in
             state.nextWaiter &+= 1
             let id = state.nextWaiter
-            return (state.machine.request(Waiter(id: id, completion: completion), now: now), id)
+            return (state.machine.request(Waiter(id: id, completion: completion), id: id, now: now), id)
         }
         switch action {
         case .deliver(let token):
@@ -161,7 +161,7 @@ final class SharedTokenCache: Sendable {
     /// Ends waiter `id`'s wait at the wait limit, if it is still waiting then.
     private func armWait(_ id: UInt64, now: ContinuousClock.Instant) {
         DeadlineScheduler.shared.schedule(at: now + self.waitLimit) { [self] in
-            let waiter = self.state.withLock { $0.machine.removeWaiter { $0.id == id } }
+            let waiter = self.state.withLock { $0.machine.removeWaiter(id) }
             waiter?.completion(
                 .failure(
                     ProxyError(

@@ -4,9 +4,11 @@
 /// fetch is remembered for a backoff interval, during which requests get that failure rather
 /// than a new token request.
 ///
-/// `Waiter` is whatever the owner needs to answer a request later (a completion handler);
-/// `Failure` what a failed fetch leaves to answer with. Every fetch has a number, so the
-/// result of a fetch the owner gave up on (its deadline passed) cannot overwrite a later one.
+/// `Waiter` is whatever the owner needs to answer a request later (a completion handler),
+/// kept under an id the owner gives, so that a wait that ends early is removed in constant
+/// time however many wait; `Failure` is what a failed fetch leaves to answer with. Every
+/// fetch has a number, so the result of a fetch the owner gave up on (its deadline passed)
+/// cannot overwrite a later one.
 struct TokenCacheStateMachine<Waiter, Failure> {
     /// What the owner must do after a call to ``request(_:now:)``.
     enum Action {
@@ -30,10 +32,10 @@ struct TokenCacheStateMachine<Waiter, Failure> {
     private enum State {
         case idle
         /// Fetch `fetch` runs; `failures` counts the failed fetches before it, in a row.
-        case fetching(fetch: UInt64, waiters: [Waiter], failures: Int)
+        case fetching(fetch: UInt64, waiters: [UInt64: Waiter], failures: Int)
         case valid(AccessToken)
         /// A fetch ahead of expiry runs while the current token is still handed out.
-        case refreshing(AccessToken, fetch: UInt64, waiters: [Waiter], failures: Int)
+        case refreshing(AccessToken, fetch: UInt64, waiters: [UInt64: Waiter], failures: Int)
         /// The last fetch failed; `token` is a still-valid one an early refresh failed to renew.
         case backingOff(Backoff, token: AccessToken?)
     }
@@ -53,22 +55,25 @@ struct TokenCacheStateMachine<Waiter, Failure> {
         self.maximumBackoff = max(minimumBackoff, maximumBackoff)
     }
 
-    /// A request for a token at `now`.
-    mutating func request(_ waiter: Waiter, now: ContinuousClock.Instant) -> Action {
+    /// A request for a token at `now` by `waiter`, known as `id` (unique among waiters).
+    mutating func request(_ waiter: Waiter, id: UInt64, now: ContinuousClock.Instant) -> Action {
         switch self.state {
         case .valid(let token) where self.isFresh(token, now: now):
             return .deliver(token)
         case .idle, .valid:
-            return self.startFetch(waiter, failures: 0)
+            return self.startFetch(waiter, id: id, failures: 0)
         case .fetching(let fetch, var waiters, let failures):
-            waiters.append(waiter)
+            // The state lets go of the table first, so that adding to it does not copy it.
+            self.state = .idle
+            waiters[id] = waiter
             self.state = .fetching(fetch: fetch, waiters: waiters, failures: failures)
             return .wait
         case .refreshing(let token, let fetch, var waiters, let failures):
             if self.isFresh(token, now: now) {
                 return .deliver(token)
             }
-            waiters.append(waiter)
+            self.state = .idle
+            waiters[id] = waiter
             self.state = .refreshing(token, fetch: fetch, waiters: waiters, failures: failures)
             return .wait
         case .backingOff(let backoff, let token):
@@ -78,7 +83,7 @@ struct TokenCacheStateMachine<Waiter, Failure> {
             if now < backoff.until {
                 return .fail(backoff.failure)
             }
-            return self.startFetch(waiter, failures: backoff.failures)
+            return self.startFetch(waiter, id: id, failures: backoff.failures)
         }
     }
 
@@ -88,11 +93,11 @@ struct TokenCacheStateMachine<Waiter, Failure> {
         switch self.state {
         case .valid(let current) where current == token:
             self.lastFetch &+= 1
-            self.state = .refreshing(token, fetch: self.lastFetch, waiters: [], failures: 0)
+            self.state = .refreshing(token, fetch: self.lastFetch, waiters: [:], failures: 0)
             return self.lastFetch
         case .backingOff(let backoff, let current?) where current == token && now >= backoff.until:
             self.lastFetch &+= 1
-            self.state = .refreshing(token, fetch: self.lastFetch, waiters: [], failures: backoff.failures)
+            self.state = .refreshing(token, fetch: self.lastFetch, waiters: [:], failures: backoff.failures)
             return self.lastFetch
         default:
             return nil
@@ -137,18 +142,20 @@ struct TokenCacheStateMachine<Waiter, Failure> {
         return waiters
     }
 
-    /// Removes the first waiter for which `matches` is true (its wait ended before the
-    /// fetch), returning it; nil when it was answered already.
-    mutating func removeWaiter(where matches: (Waiter) -> Bool) -> Waiter? {
+    /// Removes waiter `id` (its wait ended before the fetch), returning it; nil when it was
+    /// answered already.
+    mutating func removeWaiter(_ id: UInt64) -> Waiter? {
         switch self.state {
         case .fetching(let fetch, var waiters, let failures):
-            guard let index = waiters.firstIndex(where: matches) else { return nil }
-            let waiter = waiters.remove(at: index)
+            guard waiters[id] != nil else { return nil }
+            self.state = .idle
+            let waiter = waiters.removeValue(forKey: id)
             self.state = .fetching(fetch: fetch, waiters: waiters, failures: failures)
             return waiter
         case .refreshing(let token, let fetch, var waiters, let failures):
-            guard let index = waiters.firstIndex(where: matches) else { return nil }
-            let waiter = waiters.remove(at: index)
+            guard waiters[id] != nil else { return nil }
+            self.state = .idle
+            let waiter = waiters.removeValue(forKey: id)
             self.state = .refreshing(token, fetch: fetch, waiters: waiters, failures: failures)
             return waiter
         case .idle, .valid, .backingOff:
@@ -203,22 +210,27 @@ struct TokenCacheStateMachine<Waiter, Failure> {
         return backoff.failure
     }
 
-    private mutating func startFetch(_ waiter: Waiter, failures: Int) -> Action {
+    private mutating func startFetch(_ waiter: Waiter, id: UInt64, failures: Int) -> Action {
         self.lastFetch &+= 1
-        self.state = .fetching(fetch: self.lastFetch, waiters: [waiter], failures: failures)
+        self.state = .fetching(fetch: self.lastFetch, waiters: [id: waiter], failures: failures)
         return .startFetch(self.lastFetch)
     }
 
-    /// The running fetch's token (for a refresh), waiters and failures so far, if `fetch` is it.
+    /// The running fetch's token (for a refresh), waiters (in the order of their ids) and
+    /// failures so far, if `fetch` is it.
     private func running(_ fetch: UInt64) -> (AccessToken?, [Waiter], Int)? {
         switch self.state {
         case .fetching(let running, let waiters, let failures) where running == fetch:
-            return (nil, waiters, failures)
+            return (nil, Self.ordered(waiters), failures)
         case .refreshing(let token, let running, let waiters, let failures) where running == fetch:
-            return (token, waiters, failures)
+            return (token, Self.ordered(waiters), failures)
         default:
             return nil
         }
+    }
+
+    private static func ordered(_ waiters: [UInt64: Waiter]) -> [Waiter] {
+        waiters.sorted { $0.key < $1.key }.map(\.value)
     }
 
     private func isFresh(_ token: AccessToken, now: ContinuousClock.Instant) -> Bool {

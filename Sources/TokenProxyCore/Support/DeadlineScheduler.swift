@@ -18,9 +18,43 @@ final class DeadlineScheduler: Sendable {
     }
 
     private struct State {
-        /// Pending entries, earliest last (taken from the end).
-        var entries: [Entry] = []
+        /// Pending entries as a binary min-heap on the deadline: adding one and taking the
+        /// earliest cost a logarithm of their number, however many wait.
+        var heap: [Entry] = []
         var started = false
+
+        mutating func push(_ entry: Entry) {
+            self.heap.append(entry)
+            var child = self.heap.count - 1
+            while child > 0 {
+                let parent = (child - 1) / 2
+                guard self.heap[child].deadline < self.heap[parent].deadline else { break }
+                self.heap.swapAt(child, parent)
+                child = parent
+            }
+        }
+
+        mutating func popEarliest() -> Entry? {
+            guard !self.heap.isEmpty else { return nil }
+            self.heap.swapAt(0, self.heap.count - 1)
+            let earliest = self.heap.removeLast()
+            var parent = 0
+            while true {
+                let left = 2 * parent + 1
+                let right = left + 1
+                var smallest = parent
+                if left < self.heap.count, self.heap[left].deadline < self.heap[smallest].deadline {
+                    smallest = left
+                }
+                if right < self.heap.count, self.heap[right].deadline < self.heap[smallest].deadline {
+                    smallest = right
+                }
+                guard smallest != parent else { break }
+                self.heap.swapAt(parent, smallest)
+                parent = smallest
+            }
+            return earliest
+        }
     }
 
     private let name: String
@@ -35,21 +69,10 @@ final class DeadlineScheduler: Sendable {
     /// Runs `action` once `deadline` has passed (at once when it has already).
     func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) {
         let (start, earliest) = self.state.withLock { state -> (Bool, Bool) in
-            // Binary search for the slot that keeps the array sorted latest-first.
-            var low = 0
-            var high = state.entries.count
-            while low < high {
-                let middle = (low + high) / 2
-                if state.entries[middle].deadline > deadline {
-                    low = middle + 1
-                } else {
-                    high = middle
-                }
-            }
-            state.entries.insert(Entry(deadline: deadline, action: action), at: low)
+            state.push(Entry(deadline: deadline, action: action))
             let start = !state.started
             state.started = true
-            return (start, low == state.entries.count - 1)
+            return (start, state.heap.first?.deadline == deadline)
         }
         if start {
             NamedThread.start(named: self.name) { [self] in self.run() }
@@ -63,11 +86,10 @@ final class DeadlineScheduler: Sendable {
             let now = ContinuousClock.now
             let (due, next) = self.state.withLock { state -> ([Entry], ContinuousClock.Instant?) in
                 var due: [Entry] = []
-                while let last = state.entries.last, last.deadline <= now {
-                    due.append(last)
-                    state.entries.removeLast()
+                while let earliest = state.heap.first, earliest.deadline <= now, let entry = state.popEarliest() {
+                    due.append(entry)
                 }
-                return (due, state.entries.last?.deadline)
+                return (due, state.heap.first?.deadline)
             }
             for entry in due {
                 entry.action()

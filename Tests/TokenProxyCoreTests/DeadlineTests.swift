@@ -1,0 +1,97 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import TokenProxyCore
+
+/// The deadline thread and the ends it puts to token waits (`docs/security.md`, "Hostile
+/// timing").
+struct DeadlineTests {
+    @Test func actionsRunInTheOrderOfTheirDeadlinesHoweverTheyWereScheduled() {
+        let scheduler = DeadlineScheduler(name: "tp-test-deadl")
+        let ran = Mutex<[Int]>([])
+        let start = ContinuousClock.now + .milliseconds(100)
+        // Scheduled latest first, earliest last, and some in between.
+        for index in [9, 0, 5, 3, 8, 1, 7, 2, 6, 4] {
+            scheduler.schedule(at: start + .milliseconds(Int64(index * 20))) {
+                ran.withLock { $0.append(index) }
+            }
+        }
+        #expect(eventually { ran.withLock { $0.count } == 10 })
+        #expect(ran.withLock { $0 } == Array(0..<10))
+    }
+
+    @Test func aPastDeadlineRunsAtOnceEvenBehindALateOne() {
+        let scheduler = DeadlineScheduler(name: "tp-test-deadl")
+        let ran = Mutex<[String]>([])
+        scheduler.schedule(at: .now + .seconds(3600)) { ran.withLock { $0.append("late") } }
+        scheduler.schedule(at: .now - .seconds(1)) { ran.withLock { $0.append("past") } }
+        #expect(eventually { ran.withLock { $0 } == ["past"] })
+    }
+
+    @Test func aFetchThatNeverEndsIsGivenUpItsWaitersAnsweredAndItsLateResultIgnored() {
+        let cache = SharedTokenCache(
+            provider: "svc",
+            refreshSkewSeconds: 0,
+            waitSeconds: 60,
+            fetchSeconds: 0.2,
+            backoffSeconds: 0.5
+        )
+        let answers = Mutex<[Result<AccessToken, ProxyError>]>([])
+        let started = Mutex<[SharedTokenCache.Fetch]>([])
+        for _ in 0..<3 {
+            cache.token(completion: { result in answers.withLock { $0.append(result) } }) { fetch in
+                // A fetch that never reports.
+                started.withLock { $0.append(fetch) }
+            }
+        }
+        #expect(started.withLock { $0.count } == 1)
+        // The watchdog answers every waiter long before their own wait ends.
+        #expect(eventually { answers.withLock { $0.count } == 3 })
+        for answer in answers.withLock({ $0 }) {
+            guard case .failure(let error) = answer else {
+                Issue.record("a waiter got a token")
+                continue
+            }
+            #expect(error.code == .tokenUnavailable)
+            #expect(error.message.contains("token_request_seconds"))
+        }
+        // The abandoned fetch reports at last: nothing changes.
+        if let abandoned = started.withLock({ $0.first }) {
+            cache.complete(abandoned, .success(AccessToken(value: "late")))
+        }
+        #expect(cache.current == nil)
+        // After the backoff a new fetch starts, and its result is taken.
+        let next = Mutex<SharedTokenCache.Fetch?>(nil)
+        #expect(
+            eventually {
+                cache.token(completion: { _ in }) { fetch in next.withLock { $0 = fetch } }
+                return next.withLock { $0 } != nil
+            }
+        )
+        if let fetch = next.withLock({ $0 }) {
+            cache.complete(fetch, .success(AccessToken(value: "fresh")))
+        }
+        #expect(cache.current?.value == "fresh")
+    }
+
+    @Test func aWaiterGetsItsAnswerAtItsOwnWaitLimitWhileTheFetchGoesOn() {
+        let cache = SharedTokenCache(provider: "svc", refreshSkewSeconds: 0, waitSeconds: 0.2, fetchSeconds: 60)
+        let answer = Mutex<Result<AccessToken, ProxyError>?>(nil)
+        let running = Mutex<SharedTokenCache.Fetch?>(nil)
+        cache.token(completion: { result in answer.withLock { $0 = result } }) { fetch in
+            running.withLock { $0 = fetch }
+        }
+        let result = eventually { answer.withLock { $0 } }
+        guard case .failure(let error)? = result else {
+            Issue.record("no timely failure: \(String(describing: result))")
+            return
+        }
+        #expect(error.message.contains("token_wait_seconds"))
+        // The fetch still counts: its result serves the next caller at once.
+        if let fetch = running.withLock({ $0 }) {
+            cache.complete(fetch, .success(AccessToken(value: "t")))
+        }
+        #expect(cache.current?.value == "t")
+    }
+}
