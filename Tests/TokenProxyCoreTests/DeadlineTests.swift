@@ -29,6 +29,22 @@ struct DeadlineTests {
         #expect(eventually { ran.withLock { $0 } == ["past"] })
     }
 
+    @Test func aProviderKeepsOneRefreshPlanWhateverTheTokensItGets() {
+        let scheduler = DeadlineScheduler(name: "tp-test-refresh")
+        let ran = Mutex<[String]>([])
+        let timer = RefreshTimer(scheduler: scheduler) { token in ran.withLock { $0.append(token.value) } }
+        let now = ContinuousClock.now
+        // A hundred tokens, each planned later than the one before: only the last is renewed.
+        for index in 1...100 {
+            timer.plan(AccessToken(value: "t\(index)"), at: now + .milliseconds(Int64(100 + index)))
+        }
+        #expect(eventually { ran.withLock { $0 } == ["t100"] })
+        // A plan earlier than the pending one is kept to as well.
+        timer.plan(AccessToken(value: "late"), at: .now + .seconds(3600))
+        timer.plan(AccessToken(value: "soon"), at: .now + .milliseconds(50))
+        #expect(eventually { ran.withLock { $0 } == ["t100", "soon"] })
+    }
+
     @Test func aFetchThatNeverEndsIsGivenUpItsWaitersAnsweredAndItsLateResultIgnored() {
         let cache = SharedTokenCache(
             provider: "svc",

@@ -180,15 +180,20 @@ package final class CurlForwarder: RouteForwarder {
             return
         }
         let routeName = attempt.match.route.name
-        let bound = QueueBound(exchange, context: exchange.context)
-        let boundAttempt = QueueBound(attempt, context: exchange.context)
+        // The wait holds neither the exchange nor the attempt: a client that leaves while its
+        // token is fetched frees them at once, not when the wait ends. The exchange owns the
+        // attempt meanwhile.
+        let bound = QueueBound(WeakReference(exchange), context: exchange.context)
+        let boundAttempt = QueueBound(WeakReference(attempt), context: exchange.context)
+        exchange.onClose = { [attempt] in _ = attempt }
         let logger = attempt.logger
         entry.source.token { [self] result in
             // A token at hand (static, or cached) arrives in the exchange's context: the transfer
             // then starts without another trip through its queue.
-            bound.executeNowOrLater { exchange in
-                guard !exchange.isComplete else { return }
-                let attempt = boundAttempt.value
+            bound.executeNowOrLater { reference in
+                guard let exchange = reference.object, !exchange.isComplete,
+                    let attempt = boundAttempt.value.object
+                else { return }
                 switch result.flatMap({ token in
                     self.header(for: token, entry: entry, exchange: exchange, attempt: attempt).map { (token, $0) }
                 }) {

@@ -26,6 +26,8 @@ final class OAuthGrantSource: CredentialSource {
     /// anything in the store, so used in its place and written by the next fetch. Without
     /// this, a refresh token rotated by that answer would be lost and the spent one sent again.
     private let unsaved = Mutex<StoredGrant?>(nil)
+    /// The one pending early refresh.
+    private let refreshTimer: RefreshTimer
 
     init(
         provider: ProviderConfiguration,
@@ -52,6 +54,16 @@ final class OAuthGrantSource: CredentialSource {
         )
         self.store = store
         self.logger = logger
+        let source = WeakBox()
+        self.refreshTimer = RefreshTimer { token in source.object?.refreshEarly(token) }
+        source.object = self
+    }
+
+    /// The timer's way back to its source, which owns it.
+    private final class WeakBox: @unchecked Sendable {
+        // Safe because it is written once, in the source's initializer, before the timer can
+        // fire, and only read afterwards.
+        weak var object: OAuthGrantSource?
     }
 
     func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
@@ -297,9 +309,12 @@ final class OAuthGrantSource: CredentialSource {
         let lead = max(1, min(30, remaining / 10))
         let delay = remaining - lead
         guard delay > 0 else { return }
-        DeadlineScheduler.shared.schedule(at: .now + BoundedSeconds.duration(delay)) { [weak self] in
-            guard let self, let fetch = self.cache.beginBackgroundRefresh(of: token) else { return }
-            self.fetch(fetch, replacing: token)
-        }
+        self.refreshTimer.plan(token, at: .now + BoundedSeconds.duration(delay))
+    }
+
+    /// The planned early refresh of `token` is due.
+    private func refreshEarly(_ token: AccessToken) {
+        guard let fetch = self.cache.beginBackgroundRefresh(of: token) else { return }
+        self.fetch(fetch, replacing: token)
     }
 }
