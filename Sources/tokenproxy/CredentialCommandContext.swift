@@ -16,7 +16,13 @@ struct CredentialCommandContext {
 
     /// Loads the configuration (exit 2 on problems, an open token store included).
     init(options: ConfigOption) throws {
-        self.configuration = try ConfigLoader.load(options.path)
+        var configuration = try ConfigLoader.load(options.path)
+        // A command waits for the token request itself, not a request's share of it: leaving
+        // earlier would end the process, and the request with it, before a rotated refresh
+        // token it brought was stored.
+        let limits = configuration.limits
+        configuration.limits.tokenWaitSeconds = max(limits.tokenWaitSeconds, limits.tokenRequestSeconds + 2)
+        self.configuration = configuration
         self.store = try ConfigLoader.openStore(self.configuration)
         signal(SIGPIPE, SIG_IGN)
         do {

@@ -130,13 +130,17 @@ struct LostUpstreamConnectionTests {
     /// not idempotent (RFC 9110 §9.2.2) is stopped before its second send and answered 502.
     @Test(arguments: [("POST", "not twice"), ("POST", ""), ("PATCH", "once")])
     func aRequestThatIsNotIdempotentIsNeverSentTwice(method: String, body: String) throws {
-        let setup = try Setup(reset: Self.resetSecond)
+        let logs = CapturedLogs()
+        let setup = try Setup(logger: logs.logger(), reset: Self.resetSecond)
         try setup.warmUp()
 
         let response = try setup.send(method, "/api/item", body: body)
         #expect(response.status == 502)
         #expect(response.header(ErrorResponse.errorHeaderName) == "upstream_unreachable")
         #expect(setup.seenAfterWarmUp == ["\(method) reused reset"])
+        // A stopped second send is no resend.
+        let lines = try #require(eventually { AccessLines.of(logs, count: 2) })
+        #expect(lines[1]["resent"] == nil)
         // The next request is served on a new connection as usual.
         #expect(try setup.client.get("/api/item").status == 200)
     }

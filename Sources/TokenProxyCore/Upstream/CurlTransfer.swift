@@ -388,7 +388,7 @@ package final class CurlTransfer: @unchecked Sendable {
 
     private func post(end: CurlDelivery.End) {
         self.outbox.end = end
-        self.outbox.resentByLibcurl = self.outbox.resentByLibcurl || self.sends > 1
+        self.outbox.resentByLibcurl = self.outbox.resentByLibcurl || self.resent
         self.queueOutbox()
     }
 
@@ -469,10 +469,15 @@ package final class CurlTransfer: @unchecked Sendable {
                 requestIsHead: self.requestIsHead,
                 rewriteLocation: self.rewriteLocation
             )
-            self.outbox.resentByLibcurl = self.sends > 1
+            self.outbox.resentByLibcurl = self.resent
             self.queueOutbox()
             return true
         }
+    }
+
+    /// Whether libcurl sent the request a second time (a stopped second send does not count).
+    private var resent: Bool {
+        self.sends > 1 && self.options.resendable
     }
 
     /// libcurl is about to send the request on a connection (engine thread): false stops a

@@ -79,7 +79,9 @@ package struct UpstreamFetcher: Sendable {
             clientKeyPEM: nil,
             connectTimeout: min(request.connectTimeout, request.timeout),
             firstByteTimeout: request.timeout,
-            totalTimeout: request.timeout
+            totalTimeout: request.timeout,
+            // A token request is a POST: libcurl must not send it a second time by itself.
+            resendable: request.method == "GET" || request.method == "HEAD"
         )
         let sink = BufferingSink(limit: request.maximumBodyBytes, engine: self.engine, completion: completion)
         let transfer = CurlTransfer(

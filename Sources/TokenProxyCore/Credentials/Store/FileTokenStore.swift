@@ -191,7 +191,11 @@ package final class FileTokenStore: TokenStore {
     private func readFile() throws(TokenStoreError) -> Data? {
         let descriptor: Int32
         do {
-            descriptor = try syscallBlocking("open(\(self.path))", open(self.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
+            // Non-blocking: a FIFO in the store's place must not hold the reader.
+            descriptor = try syscallBlocking(
+                "open(\(self.path))",
+                open(self.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+            )
         } catch {
             if error.errno == ENOENT { return nil }
             if error.errno == ELOOP, self.isSymbolicLink {
@@ -203,6 +207,9 @@ package final class FileTokenStore: TokenStore {
         var info = stat()
         try StoreFileSystem.call("fstat(\(self.path))", fstat(descriptor, &info))
         if let problem = Self.fileProblem(self.path, info) { throw problem }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw TokenStoreError(.corrupt, "it is not a regular file")
+        }
         guard let data = try StoreFileSystem.readAll(descriptor, path: self.path, limit: StoreFileSystem.maxFileBytes)
         else {
             throw TokenStoreError(.corrupt, "it is larger than \(StoreFileSystem.maxFileBytes) bytes")
