@@ -118,9 +118,18 @@ final class SharedTokenCache: Sendable {
         self.state.withLock { $0.machine.invalidate(token) }
     }
 
-    /// Forgets the cached token and any remembered failure: the token store changed.
-    func reset() {
-        self.state.withLock { $0.machine.reset() }
+    /// Forgets the cached token and any remembered failure when `decide`, given the fresh
+    /// cached token (nil when none) and whether a failure is remembered, says so; both are
+    /// looked at and changed under one lock, so a token that arrives meanwhile is not dropped.
+    func reset(when decide: (_ cached: AccessToken?, _ failing: Bool) -> Bool) {
+        let now = ContinuousClock.now
+        self.state.withLock { state in
+            let cached = state.machine.current(now: now)
+            let failing = state.machine.remembered(now: now) != nil
+            if decide(cached, failing) {
+                state.machine.reset()
+            }
+        }
     }
 
     /// The cached token, if fresh.

@@ -74,19 +74,22 @@ final class OAuthGrantSource: CredentialSource {
     /// store no longer holds is dropped, and a remembered failure is forgotten once the store
     /// holds a fresh token of this configuration (a login, another process's token request),
     /// so the next request reads the store again. A failure's own note in the store (its last
-    /// error) changes nothing: the backoff holds.
+    /// error) changes nothing: the backoff holds. A record written under another configuration
+    /// of the provider is not this source's to follow.
     func storeChanged(_ contents: TokenStoreContents) {
         let stored = contents.grants[self.provider.name]
-        if let cached = self.cache.current {
-            if stored?.accessToken != cached.value || stored?.needsLogin == true {
-                self.cache.reset()
+        if let stored, stored.configFingerprint != self.provider.tokenFingerprint() {
+            return
+        }
+        let refused = self.refused.withLock { $0 }
+        let usable =
+            stored.flatMap { $0.needsLogin == true ? nil : $0.freshAccessToken(skew: self.provider.refreshSkewSeconds) }
+            .map { $0.value != refused } ?? false
+        self.cache.reset { cached, failing in
+            if let cached {
+                return stored?.accessToken != cached.value || stored?.needsLogin == true
             }
-        } else if self.cache.rememberedFailure != nil, let stored,
-            stored.configFingerprint == self.provider.tokenFingerprint(), stored.needsLogin != true,
-            let fresh = stored.freshAccessToken(skew: self.provider.refreshSkewSeconds),
-            fresh.value != self.refused.withLock({ $0 })
-        {
-            self.cache.reset()
+            return failing && usable
         }
     }
 
