@@ -86,6 +86,8 @@ struct TokenEndpointClient: Sendable {
         }
     }
 
+    /// The longest `Retry-After` waited for inside one token request, in seconds.
+    private static let longestRetryAfterWaited = 1.0
     private static let baseDelay = 0.25
     private static let maximumDelay = 5.0
 
@@ -201,7 +203,12 @@ struct TokenEndpointClient: Sendable {
             let bound = min(Self.maximumDelay, Self.baseDelay * pow(2, Double(number)))
             let delay = retryAfter ?? Double.random(in: 0...bound)
             // A Retry-After beyond the deadline fails now: the request cannot wait that long.
-            guard ContinuousClock.now + BoundedSeconds.duration(delay) < deadline else {
+            // So does one longer than a second: waiting inside the token request would hold
+            // every request for its whole wait, while the provider's remembered failure (which
+            // honours the Retry-After) answers them at once.
+            guard ContinuousClock.now + BoundedSeconds.duration(delay) < deadline,
+                (retryAfter ?? 0) <= Self.longestRetryAfterWaited
+            else {
                 completion(.failure(failure))
                 return
             }
