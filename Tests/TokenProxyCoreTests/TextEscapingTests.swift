@@ -43,6 +43,18 @@ struct TextEscapingTests {
         #expect(text.contains(#"key\nname=\u{9b}2J"#))
     }
 
+    /// A value with spaces, `=` or quotes is quoted, so a peer's text cannot pass for fields.
+    @Test func aTextLogValueCannotForgeFields() throws {
+        let pipe = try LogPipe()
+        let handler = LineLogHandler(label: "tokenproxy", format: .text, writer: LogWriter(descriptor: pipe.writeEnd))
+        let logger = Logger(label: "tokenproxy") { _ in handler }
+        logger.info("request", metadata: ["reason": #"x route=admin status=200 "y" \"#, "status": "502", "empty": ""])
+        let text = pipe.read { $0.hasSuffix("\n") }
+        #expect(text.contains(#"reason="x route=admin status=200 \"y\" \\""#), "\(text)")
+        #expect(text.contains(" status=502 "))
+        #expect(text.contains(#"empty="""#))
+    }
+
     /// The JSON log escapes C0 by JSON's rules, and C1 too, which JSON would let through raw.
     @Test func aJSONLogLineCarriesNoRawControlCharacter() throws {
         let pipe = try LogPipe()

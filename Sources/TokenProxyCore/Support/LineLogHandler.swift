@@ -78,7 +78,7 @@ package struct LineLogHandler: LogHandler {
             line += " "
             line += TextEscaping.escape(key)
             line += "="
-            line += TextEscaping.escape("\(value)")
+            line += Self.fieldValue(TextEscaping.escape("\(value)"))
         }
         line += " ["
         line += event.source
@@ -86,6 +86,25 @@ package struct LineLogHandler: LogHandler {
         line += TextEscaping.escape("\(event.message)")
         line += "\n"
         return line
+    }
+
+    /// `value` as it stands after `key=`: quoted (logfmt's way, `"` and `\` escaped) when it
+    /// is empty or holds a space, `=` or `"`, so that text a peer sent (an
+    /// `error_description` in a reason) cannot pass for fields of its own.
+    static func fieldValue(_ value: String) -> String {
+        let needsQuotes =
+            value.isEmpty
+            || value.utf8.contains { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: "\"") }
+        guard needsQuotes else { return value }
+        var quoted = "\""
+        for character in value.unicodeScalars {
+            if character == "\"" || character == "\\" {
+                quoted.unicodeScalars.append("\\")
+            }
+            quoted.unicodeScalars.append(character)
+        }
+        quoted += "\""
+        return quoted
     }
 
     private func jsonLine(_ event: LogEvent, _ metadata: Logger.Metadata) -> [UInt8] {
