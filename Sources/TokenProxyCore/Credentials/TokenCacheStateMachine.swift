@@ -10,7 +10,7 @@
 /// fetch has a number, so the result of a fetch the owner gave up on (its deadline passed)
 /// cannot overwrite a later one.
 struct TokenCacheStateMachine<Waiter, Failure> {
-    /// What the owner must do after a call to ``request(_:now:)``.
+    /// What the owner must do after a call to ``request(_:id:now:)``.
     enum Action {
         /// Answer the caller now with this token.
         case deliver(AccessToken)

@@ -80,7 +80,8 @@ package struct UpstreamFetcher: Sendable {
             connectTimeout: min(request.connectTimeout, request.timeout),
             firstByteTimeout: request.timeout,
             totalTimeout: request.timeout,
-            // A token request is a POST: libcurl must not send it a second time by itself.
+            // A token request is a POST: libcurl must not send it a second time by itself;
+            // whether to ask again is the token client's decision.
             resendable: request.method == "GET" || request.method == "HEAD"
         )
         let sink = BufferingSink(limit: request.maximumBodyBytes, engine: self.engine, completion: completion)

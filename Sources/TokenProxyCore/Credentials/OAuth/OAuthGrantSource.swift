@@ -28,6 +28,9 @@ final class OAuthGrantSource: CredentialSource {
     private let unsaved = Mutex<StoredGrant?>(nil)
     /// The one pending early refresh.
     private let refreshTimer: RefreshTimer
+    /// The longest `Retry-After` a token request waits for itself (`token_wait_seconds`):
+    /// past it the requests would wait in vain, and the remembered failure answers them.
+    private let longestRetryAfter: Double
 
     init(
         provider: ProviderConfiguration,
@@ -54,6 +57,7 @@ final class OAuthGrantSource: CredentialSource {
         )
         self.store = store
         self.logger = logger
+        self.longestRetryAfter = limits.tokenWaitSeconds
         let source = WeakBox()
         self.refreshTimer = RefreshTimer { token in source.object?.refreshEarly(token) }
         source.object = self
@@ -197,7 +201,12 @@ final class OAuthGrantSource: CredentialSource {
 
         asked.endpoint = true
         let answer = Blocking.wait(until: deadline + .milliseconds(500)) { done in
-            self.client.request(parameters, deadline: deadline, completion: done)
+            self.client.request(
+                parameters,
+                deadline: deadline,
+                longestRetryAfter: self.longestRetryAfter,
+                completion: done
+            )
         }
         let result =
             answer

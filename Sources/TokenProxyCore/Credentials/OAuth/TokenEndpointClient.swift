@@ -86,19 +86,22 @@ struct TokenEndpointClient: Sendable {
         }
     }
 
-    /// The longest `Retry-After` waited for inside one token request, in seconds.
-    private static let longestRetryAfterWaited = 1.0
     private static let baseDelay = 0.25
     private static let maximumDelay = 5.0
 
-    /// Requests a token with `parameters` (grant-specific), answering before `deadline`.
+    /// Requests a token with `parameters` (grant-specific), answering before `deadline`. A
+    /// `Retry-After` longer than `longestRetryAfter` seconds ends the request at once (the
+    /// proxy's sources remember the failure that long instead of holding their requests);
+    /// nil waits for any that ends before the deadline (a login, a command).
     func request(
         _ parameters: [(String, String)],
         deadline: ContinuousClock.Instant,
+        longestRetryAfter: Double? = nil,
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
+        let limits = Limit(deadline: deadline, longestRetryAfter: longestRetryAfter)
         if let tokenURL = self.provider.tokenURL {
-            self.request(parameters, tokenURL: tokenURL, deadline: deadline, completion: completion)
+            self.request(parameters, tokenURL: tokenURL, limits: limits, completion: completion)
             return
         }
         self.endpoints { result in
@@ -109,7 +112,7 @@ struct TokenEndpointClient: Sendable {
                     completion(.failure(Failure(error: self.error(message))))
                     return
                 }
-                self.request(parameters, tokenURL: tokenURL, deadline: deadline, completion: completion)
+                self.request(parameters, tokenURL: tokenURL, limits: limits, completion: completion)
             case .failure(let error):
                 completion(.failure(Failure(error: self.error(error.message))))
             }
@@ -134,29 +137,36 @@ struct TokenEndpointClient: Sendable {
         }
     }
 
+    /// How long one token request may go on, and which `Retry-After` it waits for.
+    private struct Limit: Sendable {
+        var deadline: ContinuousClock.Instant
+        var longestRetryAfter: Double?
+    }
+
     private func request(
         _ parameters: [(String, String)],
         tokenURL: String,
-        deadline: ContinuousClock.Instant,
+        limits: Limit,
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
         let request: UpstreamFetcher.Request
-        switch self.build(tokenURL: tokenURL, parameters: parameters, deadline: deadline) {
+        switch self.build(tokenURL: tokenURL, parameters: parameters, deadline: limits.deadline) {
         case .failure(let error):
             completion(.failure(Failure(error: error)))
             return
         case .success(let built):
             request = built
         }
-        self.attempt(request, number: 0, deadline: deadline, completion: completion)
+        self.attempt(request, number: 0, limits: limits, completion: completion)
     }
 
     private func attempt(
         _ request: UpstreamFetcher.Request,
         number: Int,
-        deadline: ContinuousClock.Instant,
+        limits: Limit,
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
+        let deadline = limits.deadline
         let sentAt = ContinuousClock.now
         var bounded = request
         bounded.timeout = max(0.001, Double((deadline - sentAt).milliseconds) / 1000)
@@ -203,17 +213,16 @@ struct TokenEndpointClient: Sendable {
             let bound = min(Self.maximumDelay, Self.baseDelay * pow(2, Double(number)))
             let delay = retryAfter ?? Double.random(in: 0...bound)
             // A Retry-After beyond the deadline fails now: the request cannot wait that long.
-            // So does one longer than a second: waiting inside the token request would hold
-            // every request for its whole wait, while the provider's remembered failure (which
-            // honours the Retry-After) answers them at once.
+            // So does one beyond what the caller waits for: the proxy's requests would wait
+            // out their whole token wait, where the remembered failure answers them at once.
             guard ContinuousClock.now + BoundedSeconds.duration(delay) < deadline,
-                (retryAfter ?? 0) <= Self.longestRetryAfterWaited
+                (retryAfter ?? 0) <= (limits.longestRetryAfter ?? .infinity)
             else {
                 completion(.failure(failure))
                 return
             }
             DeadlineScheduler.shared.schedule(at: .now + BoundedSeconds.duration(delay)) {
-                self.attempt(request, number: number + 1, deadline: deadline, completion: completion)
+                self.attempt(request, number: number + 1, limits: limits, completion: completion)
             }
         }
     }

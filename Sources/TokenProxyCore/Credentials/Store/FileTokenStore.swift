@@ -207,9 +207,6 @@ package final class FileTokenStore: TokenStore {
         var info = stat()
         try StoreFileSystem.call("fstat(\(self.path))", fstat(descriptor, &info))
         if let problem = Self.fileProblem(self.path, info) { throw problem }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw TokenStoreError(.corrupt, "it is not a regular file")
-        }
         guard let data = try StoreFileSystem.readAll(descriptor, path: self.path, limit: StoreFileSystem.maxFileBytes)
         else {
             throw TokenStoreError(.corrupt, "it is larger than \(StoreFileSystem.maxFileBytes) bytes")
