@@ -98,7 +98,10 @@ final class DeadlineScheduler: Sendable {
                 self.wake.wait()
                 continue
             }
-            let remaining = next - ContinuousClock.now
+            // At most a second at a time: the semaphore counts time on a clock that stops
+            // while the machine sleeps, the deadlines on one that does not, so after a
+            // suspend a deadline is late by a second at most.
+            let remaining = min(next - ContinuousClock.now, .seconds(1))
             guard remaining > .zero else { continue }
             let (seconds, attoseconds) = remaining.components
             let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
