@@ -132,14 +132,9 @@ final class SharedTokenCache: Sendable {
         }
     }
 
-    /// The cached token, if fresh.
+    /// The cached token, if fresh (tests).
     var current: AccessToken? {
         self.state.withLock { $0.machine.current(now: .now) }
-    }
-
-    /// The remembered failure, while its backoff runs.
-    var rememberedFailure: ProxyError? {
-        self.state.withLock { $0.machine.remembered(now: .now) }
     }
 
     /// A refresh ahead of expiry to start now, if `token` is still cached and nothing runs
