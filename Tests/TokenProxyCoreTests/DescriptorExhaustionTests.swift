@@ -18,16 +18,10 @@ import Testing
         {"listen": "127.0.0.1:0", "token_store": "memory", "providers": {},
          "routes": [{"path_prefix": "/api", "upstream": "\(upstream)"}]}
         """.write(toFile: config, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
-        process.arguments = [
-            "--nofile=\(soft):\(hard)", TokenProxyBinary.path, "serve", "--config", config, "--log-format", "json",
-        ]
-        let stderr = Pipe()
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        return (process, ProcessErrorStream(stderr))
+        return try ProcessErrorStream.launch(
+            "/usr/bin/prlimit",
+            ["--nofile=\(soft):\(hard)", TokenProxyBinary.path, "serve", "--config", config, "--log-format", "json"]
+        )
     }
 
     /// ``launch(upstream:in:soft:hard:)`` to `upstream`, then its listening port.
@@ -43,10 +37,7 @@ import Testing
             soft: soft,
             hard: hard
         )
-        let port = eventually {
-            output.textLines.first { $0["message"] == "listening" }?["server.address"]
-                .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) }
-        }
+        let port = eventually { output.listeningPort }
         guard let port else {
             process.terminate()
             process.waitUntilExit()

@@ -114,14 +114,10 @@ import Testing
         let directory = try ScriptDirectory()
         let path = directory.path("proxy.json")
         try config.write(toFile: path, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TokenProxyBinary.path)
-        process.arguments = ["serve", "--config", path, "--log-format", "json"]
-        let stderr = Pipe()
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let errors = ProcessErrorStream(stderr)
+        let (process, errors) = try ProcessErrorStream.launch(
+            TokenProxyBinary.path,
+            ["serve", "--config", path, "--log-format", "json"]
+        )
         _ = eventually { stop(errors) || !process.isRunning }
         if process.isRunning {
             process.interrupt()

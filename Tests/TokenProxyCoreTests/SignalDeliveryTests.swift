@@ -15,14 +15,10 @@ struct SignalDeliveryTests {
          "routes": [{"path_prefix": "/api", "upstream": "http://127.0.0.1:9"}]}
         """.write(toFile: path, atomically: true, encoding: .utf8)
         for round in 0..<20 {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: TokenProxyBinary.path)
-            process.arguments = ["serve", "--config", path, "--log-format", "json"]
-            let stderr = Pipe()
-            process.standardError = stderr
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let output = ProcessErrorStream(stderr)
+            let (process, output) = try ProcessErrorStream.launch(
+                TokenProxyBinary.path,
+                ["serve", "--config", path, "--log-format", "json"]
+            )
             #expect(eventually { output.line("listening") != nil || !process.isRunning })
             process.terminate()
             let stopped = eventually { !process.isRunning }

@@ -41,4 +41,24 @@ final class ProcessErrorStream: Sendable {
 
     /// Everything received so far.
     var raw: String { self.text.withLock { $0 } }
+
+    /// The port of the `listening` line's `server.address`, once it was logged.
+    var listeningPort: UInt16? {
+        self.textLines.first { $0["message"] == "listening" }?["server.address"]
+            .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) }
+    }
+
+    /// Starts `executable` with `arguments`, standard output and input closed, and collects
+    /// its standard error.
+    static func launch(_ executable: String, _ arguments: [String]) throws -> (Process, ProcessErrorStream) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return (process, ProcessErrorStream(stderr))
+    }
 }

@@ -19,19 +19,11 @@ final class TokenProxyProcess {
         self.directory = try ScriptDirectory()
         let path = self.directory.path("proxy.json")
         try configuration.write(toFile: path, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TokenProxyBinary.path)
-        process.arguments = ["serve", "--config", path, "--log-format", "json", "--listen", "127.0.0.1:0"]
-        let stderr = Pipe()
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let output = ProcessErrorStream(stderr)
-        let port = eventually {
-            output.textLines.first { $0["message"] == "listening" }?["server.address"]
-                .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) }
-        }
+        let (process, output) = try ProcessErrorStream.launch(
+            TokenProxyBinary.path,
+            ["serve", "--config", path, "--log-format", "json", "--listen", "127.0.0.1:0"]
+        )
+        let port = eventually { output.listeningPort }
         guard let port else {
             process.terminate()
             process.waitUntilExit()
