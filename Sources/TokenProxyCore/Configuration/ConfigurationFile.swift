@@ -17,51 +17,20 @@ enum ConfigurationFile {
         var message: String
     }
 
-    /// Reads the whole file at `path`, refusing anything but a regular file (a directory, a
-    /// FIFO: opened non-blocking, so a FIFO never holds the reader) and files over `maxBytes`.
+    /// Reads the whole file at `path` (``BoundedFileRead``: non-blocking, so a FIFO never
+    /// holds the reader), refusing anything but a regular file and files over `maxBytes`.
     static func read(path: String, maxBytes: Int, what: String) throws(ReadError) -> Data {
-        let descriptor = self.retryingInterrupts { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) }
-        guard descriptor >= 0 else { throw self.error(what, path, errno) }
-        defer { _ = close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw self.error(what, path, errno) }
-        if (info.st_mode & S_IFMT) == S_IFDIR {
-            throw ReadError(message: "cannot read \(what) \(path): it is a directory")
-        }
-        if (info.st_mode & S_IFMT) != S_IFREG {
-            throw ReadError(message: "cannot read \(what) \(path): it is not a regular file")
-        }
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { bytes in
-                self.retryingInterrupts { systemRead(descriptor, bytes.baseAddress, bytes.count) }
+        do {
+            return Data(try BoundedFileRead.read(path: path, maxBytes: maxBytes, followingLinks: true).bytes)
+        } catch {
+            let reason: String
+            switch error {
+            case .system(let failure): reason = String(cString: strerror(failure.errno))
+            case .notRegular(.directory): reason = "it is a directory"
+            case .notRegular: reason = "it is not a regular file"
+            case .tooLarge(let limit): reason = "larger than \(limit) bytes"
             }
-            if count < 0 { throw self.error(what, path, errno) }
-            if count == 0 { break }
-            data.append(contentsOf: buffer[0..<count])
-            if data.count > maxBytes {
-                throw ReadError(message: "cannot read \(what) \(path): larger than \(maxBytes) bytes")
-            }
-        }
-        return data
-    }
-
-    /// Runs a system call again while it fails with `EINTR`.
-    private static func retryingInterrupts<T: BinaryInteger>(_ call: () -> T) -> T {
-        while true {
-            let result = call()
-            if result >= 0 || errno != EINTR { return result }
+            throw ReadError(message: "cannot read \(what) \(path): \(reason)")
         }
     }
-
-    /// "cannot read secret file PATH: REASON".
-    private static func error(_ what: String, _ path: String, _ code: Int32) -> ReadError {
-        ReadError(message: "cannot read \(what) \(path): \(String(cString: strerror(code)))")
-    }
-}
-
-/// `read(2)` under a name that does not clash with the enclosing type's own `read` method.
-private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-    read(descriptor, buffer, count)
 }

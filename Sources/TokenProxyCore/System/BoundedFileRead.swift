@@ -27,9 +27,15 @@ enum BoundedFileRead {
     }
 
     /// The bytes of the regular file at `path` and the status of the descriptor they were
-    /// read from, which the caller checks (owner, mode, identity) before using the bytes.
-    static func read(path: String, maxBytes: Int) throws(Failure) -> (bytes: [UInt8], status: FileStatus) {
-        let flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW
+    /// read from, which the caller checks (owner, mode, identity) before using the bytes. A
+    /// final symbolic link is followed only when `followingLinks` (the configuration file,
+    /// which a Kubernetes ConfigMap mounts as a link).
+    static func read(
+        path: String,
+        maxBytes: Int,
+        followingLinks: Bool = false
+    ) throws(Failure) -> (bytes: [UInt8], status: FileStatus) {
+        let flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (followingLinks ? 0 : O_NOFOLLOW)
         let descriptor: Int32
         do {
             descriptor = try syscallBlocking("open(\(path))", open(path, flags))
@@ -50,15 +56,19 @@ enum BoundedFileRead {
         var count = 0
         while count < limit {
             if count == bytes.count { bytes.append(contentsOf: repeatElement(0, count: min(limit, count * 2) - count)) }
-            let read = bytes.withUnsafeMutableBytes { buffer in
-                systemRead(descriptor, buffer.baseAddress.map { $0 + count }, buffer.count - count)
+            let outcome = bytes.withUnsafeMutableBytes { buffer in
+                Result { () throws(SystemError) -> IOResult<Int> in
+                    try syscall("read(\(path))") {
+                        systemRead(descriptor, buffer.baseAddress.map { $0 + count }, buffer.count - count)
+                    }
+                }
             }
-            if read < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                // A regular file never makes a read wait; a would-block answer means it is not one.
-                if code == EAGAIN || code == EWOULDBLOCK { throw .notRegular(.unknown) }
-                throw .system(SystemError(call: "read(\(path))", errno: code))
+            let read: Int
+            switch outcome {
+            case .failure(let error): throw .system(error)
+            case .success(.processed(let bytes)): read = bytes
+            // A regular file never makes a read wait; a would-block answer means it is not one.
+            case .success(.wouldBlock): throw .notRegular(.unknown)
             }
             if read == 0 { break }
             count += read
