@@ -7,15 +7,8 @@ import Synchronization
 enum Blocking {
     /// Starts `operation` and blocks until it calls its completion, returning the value.
     static func wait<Value: Sendable>(_ operation: (@escaping @Sendable (Value) -> Void) -> Void) -> Value {
-        let semaphore = DispatchSemaphore(value: 0)
-        let result = Mutex<Value?>(nil)
-        operation { value in
-            result.withLock { $0 = value }
-            semaphore.signal()
-        }
-        semaphore.wait()
-        guard let value = result.withLock({ $0.take() }) else {
-            // Safe because the value is stored before the semaphore is signalled.
+        guard let value = self.wait(until: nil, operation) else {
+            // Safe because without a deadline the wait ends only once the value is stored.
             preconditionFailure("completion signalled without a value")
         }
         return value
@@ -25,7 +18,7 @@ enum Blocking {
     /// whichever comes first: the value, or nil at the deadline (a later completion is
     /// dropped).
     static func wait<Value: Sendable>(
-        until deadline: ContinuousClock.Instant,
+        until deadline: ContinuousClock.Instant?,
         _ operation: (@escaping @Sendable (Value) -> Void) -> Void
     ) -> Value? {
         let semaphore = DispatchSemaphore(value: 0)
@@ -34,11 +27,11 @@ enum Blocking {
             result.withLock { $0 = value }
             semaphore.signal()
         }
-        let remaining = deadline - .now
-        let nanoseconds =
-            max(0, remaining.components.seconds) * 1_000_000_000
-            + max(0, remaining.components.attoseconds / 1_000_000_000)
-        _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds)))
+        if let deadline {
+            _ = semaphore.wait(timeout: .after(deadline - .now))
+        } else {
+            semaphore.wait()
+        }
         return result.withLock { $0.take() }
     }
 }

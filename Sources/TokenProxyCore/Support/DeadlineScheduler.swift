@@ -103,9 +103,7 @@ final class DeadlineScheduler: Sendable {
             // suspend a deadline is late by a second at most.
             let remaining = min(next - ContinuousClock.now, .seconds(1))
             guard remaining > .zero else { continue }
-            let (seconds, attoseconds) = remaining.components
-            let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
-            _ = self.wake.wait(timeout: .now() + .nanoseconds(max(1, nanoseconds)))
+            _ = self.wake.wait(timeout: .after(remaining))
         }
     }
 }

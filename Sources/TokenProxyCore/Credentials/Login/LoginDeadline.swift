@@ -1,6 +1,3 @@
-import Dispatch
-import Synchronization
-
 /// The one deadline of an interactive login (`tokenproxy login --timeout`), fixed when the
 /// login starts and carried through every step: discovery, each request to the provider,
 /// the wait for the browser, the person or the device approval, and the store's lock. A
@@ -72,15 +69,7 @@ struct LoginDeadline: Sendable {
         _ step: String,
         _ operation: (@escaping @Sendable (Value) -> Void) -> Void
     ) -> Result<Value, LoginError> {
-        let semaphore = DispatchSemaphore(value: 0)
-        let result = Mutex<Value?>(nil)
-        operation { value in
-            result.withLock { $0 = value }
-            semaphore.signal()
-        }
-        guard semaphore.wait(timeout: .now() + self.remaining) == .success,
-            let value = result.withLock({ $0.take() })
-        else {
+        guard let value = Blocking.wait(until: self.end, operation) else {
             return .failure(self.timedOut(step))
         }
         return .success(value)
