@@ -70,7 +70,7 @@ final class ExchangeSink: CurlResponseSink {
             }
             if delivery.resentByLibcurl {
                 // libcurl sent the request again on a new connection by itself (idempotent
-                // methods only: the others never use a cached connection).
+                // methods only: its second send of any other is stopped, CurlTransfer).
                 exchange.logFields["resent"] = "true"
             }
             exchange.batch { exchange in

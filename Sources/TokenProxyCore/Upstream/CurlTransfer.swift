@@ -88,7 +88,8 @@ package final class CurlTransfer: @unchecked Sendable {
             if let deadline = self.deadline { self.engine?.deadlineSet(deadline) }
         }
     }
-    /// The body's idle limit as a duration, computed once.
+    /// The first-byte and the body's idle limits as durations, computed once.
+    private let firstByteLimit: Duration
     private let idleLimit: Duration?
 
     init(
@@ -106,6 +107,7 @@ package final class CurlTransfer: @unchecked Sendable {
         self.requestIsHead = request.method == "HEAD"
         self.route = route
         self.provider = provider
+        self.firstByteLimit = .milliseconds(Int64(Self.milliseconds(options.firstByteTimeout)))
         self.idleLimit = options.idleTimeout.map { .milliseconds(Int64(Self.milliseconds($0))) }
     }
 
@@ -268,7 +270,7 @@ package final class CurlTransfer: @unchecked Sendable {
             return nil
         }
         if self.request.body == .none {
-            self.deadline = .now + .milliseconds(Int64(Self.milliseconds(self.options.firstByteTimeout)))
+            self.deadline = .now + self.firstByteLimit
         }
         return easy
     }
@@ -442,7 +444,7 @@ package final class CurlTransfer: @unchecked Sendable {
         if ended {
             // The request is fully sent: the first-byte deadline starts now.
             if !self.headSent {
-                self.deadline = .now + .milliseconds(Int64(Self.milliseconds(self.options.firstByteTimeout)))
+                self.deadline = .now + self.firstByteLimit
             }
             return 0
         }
