@@ -99,9 +99,9 @@ struct TokenEndpointClient: Sendable {
         longestRetryAfter: Double? = nil,
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
-        let limits = Limit(deadline: deadline, longestRetryAfter: longestRetryAfter)
+        let bounds = Bounds(deadline: deadline, longestRetryAfter: longestRetryAfter)
         if let tokenURL = self.provider.tokenURL {
-            self.request(parameters, tokenURL: tokenURL, limits: limits, completion: completion)
+            self.request(parameters, tokenURL: tokenURL, bounds: bounds, completion: completion)
             return
         }
         self.endpoints { result in
@@ -112,7 +112,7 @@ struct TokenEndpointClient: Sendable {
                     completion(.failure(Failure(error: self.error(message))))
                     return
                 }
-                self.request(parameters, tokenURL: tokenURL, limits: limits, completion: completion)
+                self.request(parameters, tokenURL: tokenURL, bounds: bounds, completion: completion)
             case .failure(let error):
                 completion(.failure(Failure(error: self.error(error.message))))
             }
@@ -138,7 +138,7 @@ struct TokenEndpointClient: Sendable {
     }
 
     /// How long one token request may go on, and which `Retry-After` it waits for.
-    private struct Limit: Sendable {
+    private struct Bounds: Sendable {
         var deadline: ContinuousClock.Instant
         var longestRetryAfter: Double?
     }
@@ -146,27 +146,27 @@ struct TokenEndpointClient: Sendable {
     private func request(
         _ parameters: [(String, String)],
         tokenURL: String,
-        limits: Limit,
+        bounds: Bounds,
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
         let request: UpstreamFetcher.Request
-        switch self.build(tokenURL: tokenURL, parameters: parameters, deadline: limits.deadline) {
+        switch self.build(tokenURL: tokenURL, parameters: parameters, deadline: bounds.deadline) {
         case .failure(let error):
             completion(.failure(Failure(error: error)))
             return
         case .success(let built):
             request = built
         }
-        self.attempt(request, number: 0, limits: limits, completion: completion)
+        self.attempt(request, number: 0, bounds: bounds, completion: completion)
     }
 
     private func attempt(
         _ request: UpstreamFetcher.Request,
         number: Int,
-        limits: Limit,
+        bounds: Bounds,
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
-        let deadline = limits.deadline
+        let deadline = bounds.deadline
         let sentAt = ContinuousClock.now
         var bounded = request
         bounded.timeout = max(0.001, Double((deadline - sentAt).milliseconds) / 1000)
@@ -216,13 +216,13 @@ struct TokenEndpointClient: Sendable {
             // So does one beyond what the caller waits for: the proxy's requests would wait
             // out their whole token wait, where the remembered failure answers them at once.
             guard ContinuousClock.now + BoundedSeconds.duration(delay) < deadline,
-                (retryAfter ?? 0) <= (limits.longestRetryAfter ?? .infinity)
+                (retryAfter ?? 0) <= (bounds.longestRetryAfter ?? .infinity)
             else {
                 completion(.failure(failure))
                 return
             }
             DeadlineScheduler.shared.schedule(at: .now + BoundedSeconds.duration(delay)) {
-                self.attempt(request, number: number + 1, limits: limits, completion: completion)
+                self.attempt(request, number: number + 1, bounds: bounds, completion: completion)
             }
         }
     }
