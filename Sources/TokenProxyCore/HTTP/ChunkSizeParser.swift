@@ -8,7 +8,7 @@ enum ChunkSizeParser {
     static func parse(_ line: UnsafeBufferPointer<UInt8>) -> Result<ChunkHead, ProxyError> {
         var size: Int64 = 0
         var index = 0
-        while index < line.count, let value = HTTPGrammar.hexValue(line[index]) {
+        while index < line.count, let value = Hex.value(of: line[index]) {
             guard size <= (Int64.max - Int64(value)) / 16 else {
                 return .failure(ProxyError(.badRequest, "chunk size overflows"))
             }

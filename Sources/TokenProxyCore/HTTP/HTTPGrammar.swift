@@ -72,16 +72,7 @@ enum HTTPGrammar {
     }
 
     static func isHexDigit(_ byte: UInt8) -> Bool {
-        hexValue(byte) != nil
-    }
-
-    static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
+        Hex.value(of: byte) != nil
     }
 
     /// Whether `value` is `uri-host [ ":" port ]` (RFC 9110 §7.2), with a non-empty host.

@@ -171,7 +171,7 @@ enum BasePathBoundary {
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-                let high = HTTPGrammar.hexValue(bytes[index + 1]), let low = HTTPGrammar.hexValue(bytes[index + 2])
+                let high = Hex.value(of: bytes[index + 1]), let low = Hex.value(of: bytes[index + 2])
             {
                 if !changed {
                     result.reserveCapacity(bytes.count)
