@@ -6,8 +6,7 @@ let package = Package(
     name: "tokenproxy",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "tokenproxy", targets: ["tokenproxy"]),
-        .library(name: "TokenProxyCore", targets: ["TokenProxyCore"]),
+        .executable(name: "tokenproxy", targets: ["tokenproxy"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -16,6 +15,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
+    // One target per layer, lowest first; each depends only on the layers below it, so an
+    // import that points up a layer does not build (docs/contributing/architecture.md).
     targets: [
         .systemLibrary(
             name: "CCurl",
@@ -24,21 +25,75 @@ let package = Package(
         ),
         .target(name: "CSystemShims"),
         .target(
-            name: "TokenProxyCore",
+            name: "TokenProxySupport",
             dependencies: [
-                "CCurl",
                 "CSystemShims",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(name: "TokenProxyHTTP", dependencies: ["TokenProxySupport"]),
+        .target(name: "TokenProxyConfiguration", dependencies: ["TokenProxySupport"]),
+        .target(
+            name: "TokenProxyServer",
+            dependencies: [
+                "CSystemShims", "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "TokenProxyUpstream",
+            dependencies: ["CCurl", "CSystemShims", "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration"]
+        ),
+        .target(
+            name: "TokenProxyMetrics",
+            dependencies: [
+                "TokenProxyServer",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        .target(
+            name: "TokenProxyCredentials",
+            dependencies: [
+                "CSystemShims", "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration",
+                "TokenProxyServer", "TokenProxyUpstream", "TokenProxyMetrics",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "TokenProxyAdmin",
+            dependencies: [
+                "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration", "TokenProxyServer",
+                "TokenProxyMetrics", "TokenProxyCredentials",
+            ]
+        ),
+        .target(
+            name: "TokenProxyForwarding",
+            dependencies: [
+                "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration", "TokenProxyServer",
+                "TokenProxyUpstream", "TokenProxyMetrics", "TokenProxyCredentials", "TokenProxyAdmin",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "TokenProxyApp",
+            dependencies: [
+                "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration", "TokenProxyServer",
+                "TokenProxyUpstream", "TokenProxyMetrics", "TokenProxyCredentials", "TokenProxyAdmin",
+                "TokenProxyForwarding",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "tokenproxy",
             dependencies: [
-                "TokenProxyCore",
+                "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration", "TokenProxyServer",
+                "TokenProxyUpstream", "TokenProxyMetrics", "TokenProxyCredentials", "TokenProxyAdmin",
+                "TokenProxyForwarding", "TokenProxyApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -46,7 +101,9 @@ let package = Package(
         .testTarget(
             name: "TokenProxyCoreTests",
             dependencies: [
-                "TokenProxyCore",
+                "CCurl", "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration", "TokenProxyServer",
+                "TokenProxyUpstream", "TokenProxyMetrics", "TokenProxyCredentials", "TokenProxyAdmin",
+                "TokenProxyForwarding", "TokenProxyApp",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -59,11 +116,15 @@ let package = Package(
 
 // The libFuzzer targets over the parsers of outside input (`fuzz/README.md`). They exist only
 // when `fuzz/run.sh` builds with TOKENPROXY_FUZZ=1 and the fuzzer sanitizer, which supplies
-// their `main`; in the same package, they reach the core's package and internal parsers.
+// their `main`; in the same package, they reach the layers' package and internal parsers.
 if ProcessInfo.processInfo.environment["TOKENPROXY_FUZZ"] == "1" {
-    for name in ["FuzzRequestParser", "FuzzResponseHead", "FuzzConfiguration", "FuzzTokenResponse"] {
-        package.targets.append(
-            .executableTarget(name: name, dependencies: ["TokenProxyCore"], path: "fuzz/Sources/\(name)")
-        )
+    let fuzzTargets: [(name: String, layers: [Target.Dependency])] = [
+        ("FuzzRequestParser", ["TokenProxySupport", "TokenProxyHTTP"]),
+        ("FuzzResponseHead", ["TokenProxyHTTP", "TokenProxyUpstream"]),
+        ("FuzzConfiguration", ["TokenProxyConfiguration"]),
+        ("FuzzTokenResponse", ["TokenProxyCredentials"]),
+    ]
+    for (name, layers) in fuzzTargets {
+        package.targets.append(.executableTarget(name: name, dependencies: layers, path: "fuzz/Sources/\(name)"))
     }
 }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import TokenProxyCore
 
 /// `tokenproxy check`: validates the config and prints the route table.
 struct CheckCommand: ParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
-import TokenProxyCore
+import TokenProxyConfiguration
+import TokenProxyCredentials
 
 /// Loading the configuration the same way for every command: every problem printed with its
 /// JSON path and exit 2 on error; secret files that others can read refused (RFC 6819

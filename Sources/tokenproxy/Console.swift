@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
-import TokenProxyCore
+import TokenProxySupport
 
 /// Writing to standard error, where every command's diagnostics go (stdout carries only
 /// results, such as `token`'s token or `check`'s route table).

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Logging
-import TokenProxyCore
+import TokenProxyConfiguration
+import TokenProxyCredentials
+import TokenProxyUpstream
 
 #if canImport(Glibc)
     import Glibc

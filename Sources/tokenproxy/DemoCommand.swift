@@ -2,7 +2,8 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Logging
-import TokenProxyCore
+import TokenProxyApp
+import TokenProxyConfiguration
 
 #if canImport(Glibc)
     import Glibc

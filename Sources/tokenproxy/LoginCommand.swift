@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import TokenProxyCore
+import TokenProxyConfiguration
+import TokenProxyCredentials
 
 /// `tokenproxy login PROVIDER`: an interactive grant whose tokens go to the token store,
 /// where a running proxy finds them without a restart.

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TokenProxyCore
+import TokenProxyCredentials
 
 /// `tokenproxy logout PROVIDER`: revokes (RFC 7009) and deletes the stored tokens. Exits 1
 /// when a revocation is still pending or was refused, so scripts notice a token that may

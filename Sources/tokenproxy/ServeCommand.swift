@@ -1,7 +1,12 @@
 import ArgumentParser
 import Dispatch
 import Logging
-import TokenProxyCore
+import TokenProxyApp
+import TokenProxyConfiguration
+import TokenProxyForwarding
+import TokenProxyMetrics
+import TokenProxySupport
+import TokenProxyUpstream
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TokenProxyCore
+import TokenProxyCredentials
 
 /// `tokenproxy sign PROVIDER METHOD URL`: shows how a request would be signed for an `oauth1`
 /// provider (docs/oauth1.md, "When a provider refuses the signature").

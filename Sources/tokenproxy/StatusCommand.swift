@@ -1,5 +1,6 @@
 import ArgumentParser
-import TokenProxyCore
+import TokenProxyCredentials
+import TokenProxySupport
 
 /// `tokenproxy status`: a table of providers from the token store. Reads only; never shows a
 /// token.

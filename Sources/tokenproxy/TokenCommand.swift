@@ -1,5 +1,5 @@
 import ArgumentParser
-import TokenProxyCore
+import TokenProxyCredentials
 
 /// `tokenproxy token PROVIDER`: prints a valid access token (refreshing it when needed) on
 /// stdout and nothing else; every message goes to stderr.

@@ -1,5 +1,6 @@
 import ArgumentParser
-import TokenProxyCore
+import TokenProxyConfiguration
+import TokenProxySupport
 
 /// `tokenproxy`: a local reverse proxy that adds OAuth credentials to requests.
 @main

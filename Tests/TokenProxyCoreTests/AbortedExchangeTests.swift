@@ -1,7 +1,8 @@
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyHTTP
+@testable import TokenProxyServer
 
 /// An exchange aborted while its answer still waits for the client: what was queued still
 /// goes out, and a failure of the connection meanwhile closes it.

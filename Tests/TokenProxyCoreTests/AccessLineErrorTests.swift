@@ -1,8 +1,6 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
-
 /// Every answer the proxy makes itself names its error code in the access line, and a 502 or
 /// 504 its reason (`docs/operations.md`, "Logs").
 struct AccessLineErrorTests {

@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyHTTP
+@testable import TokenProxyServer
 
 /// The client connection writes exactly the body its head announced, whatever its producer
 /// does (`docs/upstream.md`, "Responses").

@@ -1,7 +1,10 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
+@testable import TokenProxyHTTP
+@testable import TokenProxySupport
+@testable import TokenProxyUpstream
 
 /// The Authlib-based authorization server and API of `Tests/Interop/authlib_server.py`,
 /// started on a free loopback port for one test.

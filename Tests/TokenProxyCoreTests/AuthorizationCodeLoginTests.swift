@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
+@testable import TokenProxyUpstream
 
 /// Runs `body` on a thread of its own (the browser acts while the login thread waits).
 private func onThread(_ body: @escaping @Sendable () -> Void) {

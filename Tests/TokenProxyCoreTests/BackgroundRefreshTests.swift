@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
 
 struct BackgroundRefreshTests {
     @Test func theOldTokenIsServedWhileARefreshRuns() {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
 
 /// Tokens a header cannot carry are refused when received from a command or a secret file,
 /// so the next fetch, or the fixed file, succeeds.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
 
 /// A path that tries to leave a route's base path, sent after the route's prefix.
 private let escapes: [String] = [

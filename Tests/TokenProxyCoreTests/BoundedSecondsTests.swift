@@ -1,7 +1,10 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
+@testable import TokenProxyHTTP
+@testable import TokenProxySupport
+@testable import TokenProxyUpstream
 
 /// Numbers of seconds from outside the process: read strictly, clamped before any conversion.
 struct BoundedSecondsTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
 
 /// Header lines a browser (or something pretending to be one) sends, and whether the proxy
 /// serves them. `{P}` is the proxy's port, `{O}` another loopback port.

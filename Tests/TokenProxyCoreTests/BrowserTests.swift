@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
 
 /// A real browser against the proxy: a page on another loopback port (a dev server, a
 /// notebook) is another origin, whose requests Chromium marks `Sec-Fetch-Site: same-site`;

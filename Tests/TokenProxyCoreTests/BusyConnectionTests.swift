@@ -4,7 +4,10 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
+@testable import TokenProxyServer
+@testable import TokenProxySupport
+@testable import TokenProxyUpstream
 
 struct BusyConnectionTests {
     /// An engine never waits for a connection: one whose context is held elsewhere gets its

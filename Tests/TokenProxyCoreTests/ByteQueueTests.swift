@@ -1,6 +1,6 @@
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxySupport
 
 struct ByteQueueTests {
     @Test func bytesComeOutInOrderAcrossAppendsAndReads() {

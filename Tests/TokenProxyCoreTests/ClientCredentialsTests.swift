@@ -2,8 +2,6 @@ import Foundation
 import Logging
 import Testing
 
-@testable import TokenProxyCore
-
 struct ClientCredentialsTests {
     @Test func theTokenIsFetchedSentAndCached() throws {
         let fixture = try OAuthFixture()

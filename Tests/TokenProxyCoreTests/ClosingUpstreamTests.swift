@@ -4,8 +4,6 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
-
 struct ClosingUpstreamTests {
     /// An upstream answering `Connection: close` makes libcurl close the socket it has just
     /// stopped watching, with no event in between; the next connection usually gets the same

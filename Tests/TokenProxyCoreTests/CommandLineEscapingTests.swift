@@ -1,8 +1,6 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
-
 /// `token` and `status` show a token endpoint's words with their control characters escaped:
 /// one message is one line, and no escape sequence reaches the terminal.
 @Suite struct CommandLineEscapingTests {

@@ -2,8 +2,6 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
-
 @Suite struct CommandLineTests {
     private func write(_ json: String, in directory: ScriptDirectory) throws -> String {
         let path = directory.path("proxy.json")

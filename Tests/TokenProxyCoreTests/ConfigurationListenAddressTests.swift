@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
 
 /// `ListenAddress` parsing, printing and loopback detection.
 @Suite("Configuration listen addresses")

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
 
 /// Helpers shared by the configuration tests.
 enum ConfigurationTestSupport {

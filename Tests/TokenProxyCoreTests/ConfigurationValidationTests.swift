@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
 
 /// One validation rule: a document breaking it, and the problem expected.
 struct ConfigurationRuleCase: Sendable, CustomTestStringConvertible {

@@ -1,7 +1,7 @@
 import Dispatch
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyServer
 
 struct ConnectionDeadlinesTests {
     private func at(_ seconds: UInt64) -> DispatchTime {

@@ -1,6 +1,7 @@
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyServer
+@testable import TokenProxySupport
 
 /// Table-driven walks through the connection's life: each step is an event and what the
 /// state machine must answer to it.

@@ -1,6 +1,7 @@
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyServer
+@testable import TokenProxySupport
 
 struct ConnectionStateMachineTests {
     @Test func keepAliveCycle() {

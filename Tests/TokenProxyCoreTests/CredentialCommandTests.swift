@@ -2,8 +2,6 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
-
 /// The credential commands against a fake provider, with a token store file shared by
 /// separate processes.
 @Suite struct CredentialCommandTests {

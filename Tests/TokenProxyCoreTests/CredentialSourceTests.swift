@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
+@testable import TokenProxySupport
 
 /// A temporary directory with small executable scripts for `command` providers.
 final class ScriptDirectory {

@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
+@testable import TokenProxySupport
 
 /// The deadline thread and the ends it puts to token waits (`docs/security.md`, "Hostile
 /// timing").

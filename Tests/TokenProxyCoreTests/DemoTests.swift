@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyApp
 
 struct DemoTests {
     @Test func theDemoServesThroughTheProxyAndTheUpstreamRefusesWithoutAToken() throws {

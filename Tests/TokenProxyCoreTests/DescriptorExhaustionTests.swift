@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxySupport
 
 /// `tokenproxy serve` started under a low `RLIMIT_NOFILE` (`docs/http-behaviour.md`,
 /// "Descriptors").

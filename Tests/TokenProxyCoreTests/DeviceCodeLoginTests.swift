@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
 
 @Suite struct DeviceCodeLoginTests {
     /// Runs a device login whose waits are recorded instead of slept.

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
+@testable import TokenProxyUpstream
 
 struct DiscoveryTests {
     private func fixture(_ auth: FakeAuthorizationServer) throws -> ForwardingFixture {

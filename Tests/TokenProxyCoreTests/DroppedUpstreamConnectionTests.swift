@@ -4,8 +4,6 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
-
 struct DroppedUpstreamConnectionTests {
     /// The upstream closes kept-alive connections after 0.2 s idle. The closed socket must not
     /// make the idle engine spin, and the next request must get a new connection, usually

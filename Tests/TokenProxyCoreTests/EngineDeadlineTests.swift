@@ -4,8 +4,6 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
-
 struct EngineDeadlineTests {
     /// A transfer started on the client's thread while the event thread sleeps sets a
     /// first-byte deadline the sleeping thread did not know about; the thread must be woken

@@ -4,8 +4,6 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
-
 struct EngineIdleTests {
     /// A wake-up is used up by the turn it causes: once the answers are out and nothing more
     /// comes, the event thread sleeps. A wake-up signal left set (an eventfd never read)

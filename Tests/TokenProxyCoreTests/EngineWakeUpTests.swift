@@ -4,8 +4,6 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
-
 struct EngineWakeUpTests {
     /// The event thread wakes only for the first command after it went to sleep. A command that
     /// arrived without a wake-up would leave its request unanswered and the client's read

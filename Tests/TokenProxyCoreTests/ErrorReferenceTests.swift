@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
+@testable import TokenProxySupport
 
 /// `docs/reference/errors.md` lists every code the proxy answers with, with its status.
 struct ErrorReferenceTests {

@@ -2,8 +2,6 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
-
 #if canImport(Glibc)
     import Glibc
 #endif

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
+@testable import TokenProxySupport
 
 /// The one form decoder (WHATWG URL standard's `application/x-www-form-urlencoded`, strict on
 /// broken escapes and on bytes that are not UTF-8), and the callers that refuse a parameter

@@ -4,8 +4,6 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
-
 struct ForwardingTests {
     @Test(arguments: ["GET", "DELETE", "OPTIONS"])
     func methodsWithoutBodiesAreForwarded(method: String) throws {

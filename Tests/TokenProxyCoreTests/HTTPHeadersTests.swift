@@ -1,6 +1,6 @@
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyHTTP
 
 struct HTTPHeadersTests {
     private func bytes(_ name: String, _ value: [UInt8]) -> HTTPHeaders {

@@ -1,6 +1,7 @@
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyHTTP
+@testable import TokenProxySupport
 
 /// Drives the pure parser over input delivered `step` bytes at a time, as a socket might.
 private struct ParserDriver {

@@ -2,7 +2,8 @@ import Foundation
 import Logging
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
+@testable import TokenProxySupport
 
 /// A proxy whose `client_credentials` provider asks a fake token endpoint that answers what
 /// a hostile or broken server may: absurd numbers, tokens a header cannot carry, echoes of

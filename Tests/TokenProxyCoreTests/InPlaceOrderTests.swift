@@ -4,7 +4,11 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
+@testable import TokenProxyHTTP
+@testable import TokenProxyServer
+@testable import TokenProxySupport
+@testable import TokenProxyUpstream
 
 struct InPlaceOrderTests {
     @Test func anAnswerNeverOvertakesABodyResumeStillOnTheQueue() throws {

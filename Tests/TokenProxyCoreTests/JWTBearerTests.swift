@@ -3,7 +3,8 @@ import CryptoExtras
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
+@testable import TokenProxySupport
 
 /// Checks a compact JWS the way an authorization server would: signature, then claims.
 private struct AssertionCheck {

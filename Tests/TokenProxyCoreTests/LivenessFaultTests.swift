@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
+@testable import TokenProxyMetrics
 
 /// A proxy in this process in front of ``FaultPeers``, with its metrics.
 private final class FaultFixture {

@@ -3,7 +3,7 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxySupport
 
 /// Drop reports, as the writer's thread makes them.
 private final class DropCounter: Sendable {

@@ -2,7 +2,10 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
+@testable import TokenProxyCredentials
+@testable import TokenProxySupport
+@testable import TokenProxyUpstream
 
 #if canImport(Glibc)
     import Glibc

@@ -2,7 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
+@testable import TokenProxyCredentials
+@testable import TokenProxyUpstream
 
 @Suite struct LogoutTests {
     private func loggedIn(_ fixture: LoginFixture) throws {

@@ -2,7 +2,9 @@ import Foundation
 import Logging
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
+@testable import TokenProxyHTTP
+@testable import TokenProxyMetrics
 
 /// A request sent on a kept-alive upstream connection that the upstream resets before
 /// answering (`docs/upstream.md`, "A reused connection that fails"): an idempotent one is

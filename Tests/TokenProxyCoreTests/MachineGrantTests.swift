@@ -1,8 +1,6 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
-
 /// refresh_token, password and token_exchange against the fake authorization server.
 struct MachineGrantTests {
     private func fixture(_ auth: FakeAuthorizationServer, _ provider: String) throws -> ForwardingFixture {

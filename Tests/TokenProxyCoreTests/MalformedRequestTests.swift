@@ -1,7 +1,5 @@
 import Testing
 
-@testable import TokenProxyCore
-
 /// One malformed request and what the proxy must answer.
 struct MalformedCase: CustomTestStringConvertible, Sendable {
     /// Which server receives it: the proxy handler (policy checks) or an echo handler that

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
 
 @Suite struct MemoryTokenStoreTests {
     @Test func aProviderLockExcludesOtherHoldersUntilReleased() throws {

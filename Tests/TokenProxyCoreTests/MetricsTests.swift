@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyMetrics
 
 /// `metrics` (docs/operations.md "Metrics"): the series move with the traffic, the output is
 /// strict Prometheus text that `promtool` accepts and a real Prometheus server scrapes, and no

@@ -2,7 +2,8 @@ import CryptoExtras
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
+@testable import TokenProxyForwarding
 
 /// Requests signed by the proxy for an `oauth1` provider, checked by a real verifier:
 /// oauthlib's ResourceEndpoint (PyPI), in `Tests/Interop/oauthlib_resource.py`.

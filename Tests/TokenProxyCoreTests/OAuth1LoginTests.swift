@@ -3,7 +3,11 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
+@testable import TokenProxyCredentials
+@testable import TokenProxyForwarding
+@testable import TokenProxySupport
+@testable import TokenProxyUpstream
 
 /// The three-legged OAuth 1.0a login (RFC 5849 §2) against a real provider: oauthlib's
 /// request-token, authorization and access-token endpoints (PyPI), in

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
 
 /// What an `oauth1` route does with a provider's 401 (`docs/oauth1.md`).
 struct OAuth1ProblemTests {

@@ -3,7 +3,8 @@ import CryptoExtras
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
+@testable import TokenProxyCredentials
 
 /// RFC 5849's own examples and the encoding rules of §3.6, reproduced by the signer.
 struct OAuth1SignerTests {

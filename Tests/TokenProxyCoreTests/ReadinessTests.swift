@@ -1,8 +1,6 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
-
 /// `readyz` (docs/operations.md "Probes") over real sockets, with the provider's token endpoint
 /// at a fake authorization server whose requests are counted.
 struct ReadinessTests {

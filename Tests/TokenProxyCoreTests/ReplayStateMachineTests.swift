@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
 
 struct ReplayStateMachineTests {
     @Test func replaysOnceWhenTheBodyIsComplete() {

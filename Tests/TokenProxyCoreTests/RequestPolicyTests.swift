@@ -1,6 +1,8 @@
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
+@testable import TokenProxyHTTP
+@testable import TokenProxySupport
 
 struct RequestPolicyTests {
     private func head(_ raw: String) -> HTTPRequestHead {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
 
 /// The `require_header` secret is the proxy's own: it gates requests and never reaches an
 /// upstream (`docs/upstream.md`, "Request headers").

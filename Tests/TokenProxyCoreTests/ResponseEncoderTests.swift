@@ -1,6 +1,6 @@
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyHTTP
 
 struct ResponseEncoderTests {
     private func encode(

@@ -1,6 +1,7 @@
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
+@testable import TokenProxyForwarding
 
 private func route(_ prefix: String, host: String? = nil, name: String? = nil, strip: Bool = true) -> RouteConfiguration
 {

@@ -3,7 +3,8 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
+@testable import TokenProxySupport
 
 #if canImport(Glibc)
     import Glibc

@@ -4,8 +4,6 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
-
 struct SecretRedactionTests {
     @Test func tokensNeverReachTheLogs() throws {
         let logs = CapturedLogs()

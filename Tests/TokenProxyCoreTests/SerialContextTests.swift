@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxySupport
 
 /// Values appended from several threads, in the order the appends ran.
 private final class OrderLog: Sendable {

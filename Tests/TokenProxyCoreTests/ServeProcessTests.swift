@@ -1,8 +1,6 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
-
 /// `tokenproxy serve` as a process of its own: its log lines on standard error while it runs
 /// and when it exits.
 @Suite struct ServeProcessTests {

@@ -2,7 +2,11 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyApp
+@testable import TokenProxyForwarding
+@testable import TokenProxyHTTP
+@testable import TokenProxyServer
+@testable import TokenProxySupport
 
 #if canImport(Glibc)
     import Glibc

@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyUpstream
 
 struct SeveralEnginesTests {
     /// Each connection is served by one engine; with two, both get connections (32 of them

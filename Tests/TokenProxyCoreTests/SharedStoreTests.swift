@@ -2,7 +2,10 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
+@testable import TokenProxyCredentials
+@testable import TokenProxySupport
+@testable import TokenProxyUpstream
 
 /// Providers sharing one token store file, as several proxies and `tokenproxy` commands on
 /// one machine do. Each "process" here has its own ``FileTokenStore`` and so its own open

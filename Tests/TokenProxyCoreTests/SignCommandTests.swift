@@ -1,8 +1,6 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
-
 /// `tokenproxy sign`: the base string, parameters and header of an `oauth1` request, with
 /// no secret printed unless the signature is asked for.
 struct SignCommandTests {

@@ -1,8 +1,6 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
-
 /// SIGTERM reaches `serve` whenever it comes: the proxy blocks its handled signals in every
 /// thread, so no thread of its own can take one (and, with the signal ignored, lose it)
 /// before libdispatch's signal source reads it.

@@ -4,8 +4,6 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
-
 /// Upload, download and both kinds of abort on one connection after another.
 struct StreamAndAbortTests {
     @Test func forwardsStreamsAndAborts() throws {

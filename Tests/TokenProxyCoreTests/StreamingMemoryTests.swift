@@ -1,8 +1,6 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
-
 /// 1 GiB each way through the proxy, with memory sampled from /proc while it streams.
 /// The bound is deliberately loose (other tests run in the same process): it catches
 /// buffering a body, which would grow memory by the body's size.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
 
 /// TLS to a real nginx: verification against a CA file, hostname checks, mutual TLS, HTTP/2.
 /// Serialized: one nginx for the suite's tests, started per test to keep them independent.

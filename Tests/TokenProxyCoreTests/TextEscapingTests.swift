@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxySupport
 
 /// Peer text reaches a text output with its control characters made visible
 /// (`docs/operations.md`, "Logs").

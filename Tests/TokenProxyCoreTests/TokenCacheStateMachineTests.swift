@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
 
 /// Walks of the token cache's state machine: each step is an event at an offset from a fixed
 /// start, and what the machine must answer.

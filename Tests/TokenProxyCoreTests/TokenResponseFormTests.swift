@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
 
 /// Token endpoint answers in `application/x-www-form-urlencoded`, read by their
 /// `Content-Type` with the same checks as JSON answers.

@@ -2,7 +2,8 @@ import Foundation
 import Logging
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
+@testable import TokenProxySupport
 
 struct TokenResponseParserTests {
     @Test func aGoodAnswer() throws {

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
 
 #if canImport(Glibc)
     import Glibc

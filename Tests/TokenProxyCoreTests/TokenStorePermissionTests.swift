@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
 
 #if canImport(Glibc)
     import Glibc

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
+@testable import TokenProxyCredentials
 
 #if canImport(Glibc)
     import Glibc

@@ -2,7 +2,7 @@ import CCurl
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyUpstream
 
 struct TransferFlowControlTests {
     /// A delivery that found the client full blocks the transfer; when the next delivery's

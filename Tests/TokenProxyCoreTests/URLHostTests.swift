@@ -1,6 +1,6 @@
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxySupport
 
 /// The host of a URL as written, without IDNA processing.
 struct URLHostTests {

@@ -2,8 +2,6 @@ import Foundation
 import Logging
 import Testing
 
-@testable import TokenProxyCore
-
 /// Behaviour 6: a 401 from the upstream re-authorizes once and replays.
 struct UnauthorizedReplayTests {
     @Test func aRevokedTokenIsReplacedAndTheRequestReplayed() throws {

@@ -2,7 +2,9 @@ import Crypto
 import Foundation
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyHTTP
+@testable import TokenProxySupport
+@testable import TokenProxyUpstream
 
 private func fetch(_ request: UpstreamFetcher.Request) -> Result<UpstreamResponse, ProxyError> {
     let result = Locked<Result<UpstreamResponse, ProxyError>?>(nil)

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
 
 /// A proxy whose only route, `/raw`, leads to a ``RawUpstream``.
 final class RawUpstreamFixture {

@@ -4,7 +4,9 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
+@testable import TokenProxyHTTP
+@testable import TokenProxyUpstream
 
 struct UpstreamResponseParserTests {
     private let match = Router.Match(

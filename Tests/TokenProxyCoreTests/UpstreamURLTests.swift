@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyForwarding
 
 struct UpstreamURLTests {
     @Test func theOriginComesFromTheRouteAndTheRestIsKeptByteForByte() throws {

@@ -2,8 +2,6 @@ import Foundation
 import Logging
 import Testing
 
-@testable import TokenProxyCore
-
 /// The access-log lines (`request`) among captured logs, as their fields.
 enum AccessLines {
     /// The first `count` of them, in order, or nil while fewer were written.

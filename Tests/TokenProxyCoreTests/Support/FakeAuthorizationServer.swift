@@ -1,5 +1,8 @@
 import Foundation
-import TokenProxyCore
+
+@testable import TokenProxyHTTP
+@testable import TokenProxyServer
+@testable import TokenProxySupport
 
 /// An in-process OAuth 2 token endpoint with fault injection: scripted answers are served
 /// in order, then every request gets a fresh token `issued-N`.

@@ -1,6 +1,10 @@
 import Crypto
 import Foundation
-import TokenProxyCore
+
+@testable import TokenProxyCredentials
+@testable import TokenProxyHTTP
+@testable import TokenProxyServer
+@testable import TokenProxySupport
 
 /// An in-process authorization server for the interactive grants: an authorization
 /// endpoint that approves at once (redirecting with a code), the code exchange with PKCE

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
-import TokenProxyCore
+
+@testable import TokenProxyHTTP
+@testable import TokenProxyServer
 
 /// An upstream on loopback with scripted behaviours chosen by path, recording what it got.
 ///

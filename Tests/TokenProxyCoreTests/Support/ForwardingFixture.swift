@@ -4,7 +4,10 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
+@testable import TokenProxyForwarding
+@testable import TokenProxyMetrics
+@testable import TokenProxyUpstream
 
 /// A proxy with the libcurl forwarder in front of a ``FakeUpstream``.
 final class ForwardingFixture {

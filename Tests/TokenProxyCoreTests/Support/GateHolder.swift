@@ -4,7 +4,7 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxySupport
 
 /// Holds a context's gate on a thread of its own (never a Dispatch worker) until released.
 final class GateHolder: @unchecked Sendable {

@@ -2,7 +2,11 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
+@testable import TokenProxyCredentials
+@testable import TokenProxyHTTP
+@testable import TokenProxySupport
+@testable import TokenProxyUpstream
 
 /// What the interactive logins need in a test: a fake provider, its configuration, a
 /// store, and a "browser" that follows the authorization URL to the loopback callback.

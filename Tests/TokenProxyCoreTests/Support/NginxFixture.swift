@@ -1,6 +1,6 @@
 import Foundation
 
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
 
 #if canImport(Glibc)
     import Glibc

@@ -2,8 +2,6 @@ import Foundation
 import Logging
 import Testing
 
-@testable import TokenProxyCore
-
 /// A proxy whose route uses a `client_credentials` provider at a fake authorization server.
 /// `@unchecked Sendable`: its members are set once; each request uses a client of its own.
 final class OAuthFixture: @unchecked Sendable {

@@ -1,5 +1,7 @@
 import Foundation
-import TokenProxyCore
+
+@testable import TokenProxyHTTP
+@testable import TokenProxyServer
 
 /// A loopback HTTP server that serves fixed pages (every other path answers `ok`) and records
 /// what it was asked: a developer's page server, or an upstream that serves HTML.

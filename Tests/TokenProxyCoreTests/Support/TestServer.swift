@@ -1,6 +1,12 @@
 import Foundation
 import Logging
-import TokenProxyCore
+
+@testable import TokenProxyApp
+@testable import TokenProxyConfiguration
+@testable import TokenProxyForwarding
+@testable import TokenProxyHTTP
+@testable import TokenProxyMetrics
+@testable import TokenProxyServer
 
 /// A proxy service on an ephemeral loopback port for one test.
 final class TestProxy {

@@ -1,6 +1,7 @@
 import Foundation
 
-@testable import TokenProxyCore
+@testable import TokenProxyConfiguration
+@testable import TokenProxyCredentials
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,5 @@
-@testable import TokenProxyCore
+@testable import TokenProxyHTTP
+@testable import TokenProxyUpstream
 
 /// A sink that takes nothing: for transfers a test drives by hand, or only needs to name.
 struct DroppingSink: CurlResponseSink {

@@ -1,5 +1,6 @@
 import Foundation
-import TokenProxyCore
+
+import TokenProxyConfiguration
 
 /// Decodes and validates the input as a configuration file, as `tokenproxy check` does, and
 /// renders what `check` and `serve` print for a valid one. Any input may be refused; none may

@@ -1,4 +1,5 @@
-import TokenProxyCore
+import TokenProxyHTTP
+import TokenProxySupport
 
 /// One thing the parser reported, with consecutive body ranges merged into one, so that the
 /// same request stream gives the same events however it was split.

@@ -1,4 +1,5 @@
-@testable import TokenProxyCore
+@testable import TokenProxyHTTP
+@testable import TokenProxyUpstream
 
 /// Checks the encoded head as a client would read it: CRLF line ends only, one empty line
 /// at the very end, every field line a token name and a clean value, and at most one

@@ -1,4 +1,4 @@
-@testable import TokenProxyCore
+@testable import TokenProxyCredentials
 
 /// Parses the input as a token endpoint's answer (the first two bytes choose the HTTP
 /// status, and the lowest bit of the first whether it is a JSON or a form answer) and checks that a token it accepts is one the proxy can use: not empty, and a

@@ -1,0 +1,158 @@
+import Foundation
+import Logging
+import Synchronization
+import TokenProxyConfiguration
+import TokenProxyMetrics
+import TokenProxySupport
+import TokenProxyUpstream
+
+/// The credential source and header format of every provider, built from the configuration.
+/// A reload keeps the sources (and their cached tokens) of providers whose configuration did
+/// not change.
+package final class CredentialRegistry: Sendable {
+    /// A provider's source and formatter. A class, so handing one to each request is a
+    /// reference count rather than a copy of the provider's whole configuration.
+    package final class Entry: Sendable {
+        /// Where tokens come from.
+        package let source: any CredentialSource
+        /// How a token becomes a header.
+        package let formatter: CredentialFormatter
+        /// The source itself when it makes each request's header (OAuth 1.0a signing); found
+        /// once here rather than by a cast per request.
+        package let requestAuthorizer: (any RequestAuthorizer)?
+        /// The configuration the entry was built from.
+        package let configuration: ProviderConfiguration
+
+        init(source: any CredentialSource, formatter: CredentialFormatter, configuration: ProviderConfiguration) {
+            self.source = source
+            self.requestAuthorizer = source as? any RequestAuthorizer
+            self.formatter = formatter
+            self.configuration = configuration
+        }
+    }
+
+    private let entries: Mutex<[String: Entry]>
+    private let context: Context
+
+    /// What building a source needs besides its provider's configuration.
+    struct Context: Sendable {
+        var fetcher: UpstreamFetcher
+        var store: any TokenStore
+        var logger: Logger
+        var metrics: ProxyMetrics?
+    }
+
+    /// Builds the sources for `configuration`'s providers; token requests go through
+    /// `fetcher`, tokens are kept in `store`, token requests are counted in `metrics`.
+    package init(
+        configuration: ProxyConfiguration,
+        fetcher: UpstreamFetcher,
+        store: any TokenStore,
+        metrics: ProxyMetrics? = nil,
+        logger: Logger
+    ) {
+        self.context = Context(fetcher: fetcher, store: store, logger: logger, metrics: metrics)
+        self.entries = Mutex(Self.build(configuration, previous: [:], context: self.context))
+        self.watchStore()
+    }
+
+    /// Looks at the store's revision once a second, on a thread of its own (reading the
+    /// store takes its lock and may decrypt it), and tells every source when it changed, so a
+    /// `logout` or `login` in another process takes effect within about a second. The thread
+    /// ends within a second of the registry.
+    private func watchStore() {
+        let store = self.context.store
+        let first = store.revision()
+        NamedThread.start(named: "tp-store-watch") { [weak self] in
+            var seen = first
+            while true {
+                Thread.sleep(forTimeInterval: 1)
+                guard let self else { return }
+                let revision = store.revision()
+                guard revision != seen else { continue }
+                seen = revision
+                guard let contents = try? store.read() else { continue }
+                let sources = self.entries.withLock { $0.values.map(\.source) }
+                for source in sources {
+                    source.storeChanged(contents)
+                }
+            }
+        }
+    }
+
+    /// The token store the sources share (fixed at start, like the listeners).
+    package var store: any TokenStore { self.context.store }
+
+    /// Replaces the providers, keeping unchanged ones.
+    package func reload(_ configuration: ProxyConfiguration) {
+        let context = self.context
+        self.entries.withLock { entries in
+            entries = Self.build(configuration, previous: entries, context: context)
+        }
+    }
+
+    /// The entry for provider `name`.
+    package func entry(_ name: String) -> Entry? {
+        self.entries.withLock { $0[name] }
+    }
+
+    private static func build(
+        _ configuration: ProxyConfiguration,
+        previous: [String: Entry],
+        context: Context
+    ) -> [String: Entry] {
+        var entries: [String: Entry] = [:]
+        for (name, provider) in configuration.providers {
+            if let kept = previous[name], kept.configuration == provider {
+                entries[name] = kept
+                continue
+            }
+            entries[name] = Entry(
+                source: self.source(for: provider, limits: configuration.limits, context: context),
+                formatter: CredentialFormatter(header: provider.header, format: provider.format),
+                configuration: provider
+            )
+        }
+        return entries
+    }
+
+    private static func source(
+        for provider: ProviderConfiguration,
+        limits: Limits,
+        context: Context
+    ) -> any CredentialSource {
+        switch provider.grant {
+        case .clientCredentials, .password, .refreshToken, .tokenExchange, .jwtBearer, .authorizationCode,
+            .deviceCode:
+            return OAuthGrantSource(
+                provider: provider,
+                fetcher: context.fetcher,
+                store: context.store,
+                limits: limits,
+                metrics: context.metrics,
+                logger: context.logger
+            )
+        case .oauth1:
+            return OAuth1CredentialSource(provider: provider, store: context.store)
+        case .staticToken:
+            if let token = provider.token {
+                return StaticCredentialSource(name: provider.name, secret: token)
+            }
+        case .command:
+            if let argv = provider.command {
+                return CommandCredentialSource(
+                    name: provider.name,
+                    argv: argv,
+                    cacheSeconds: provider.cacheSeconds,
+                    refreshSkewSeconds: provider.refreshSkewSeconds,
+                    timeout: limits.tokenRequestSeconds,
+                    waitSeconds: limits.tokenWaitSeconds,
+                    backoffSeconds: limits.tokenFailureBackoffSeconds
+                )
+            }
+        }
+        // A static or command provider without its token or command (validation refuses
+        // these; a configuration built in code may still lack them).
+        return UnsupportedCredentialSource(name: provider.name, grant: provider.grant)
+    }
+}

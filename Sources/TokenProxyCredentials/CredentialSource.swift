@@ -1,0 +1,31 @@
+import TokenProxySupport
+
+/// Where a provider's tokens come from: one implementation per grant.
+package protocol CredentialSource: Sendable {
+    /// Produces a currently valid token, or the error the client gets (`token_unavailable`,
+    /// `login_required`). `completion` may run on any thread.
+    func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void)
+
+    /// Whether asking again can give a different token (false for `static`), which is what
+    /// makes replaying a request after a 401 worthwhile.
+    var canRenew: Bool { get }
+
+    /// Forgets `token` if it is still the current one: the upstream refused it (a 401).
+    /// A newer token obtained meanwhile is kept.
+    func invalidate(_ token: AccessToken)
+
+    /// The token store's contents changed (a `logout`, a `login`, another process): a source
+    /// that caches what the store holds drops what the store no longer has.
+    func storeChanged(_ contents: TokenStoreContents)
+}
+
+extension CredentialSource {
+    /// Sources that cannot produce a different token say so, and a 401 is not replayed.
+    package var canRenew: Bool { true }
+
+    /// Forgets `token` if it is still the current one; by default there is nothing to forget.
+    package func invalidate(_ token: AccessToken) {}
+
+    /// By default nothing is cached from the store.
+    package func storeChanged(_ contents: TokenStoreContents) {}
+}

@@ -1,0 +1,72 @@
+import Foundation
+import TokenProxyConfiguration
+import TokenProxySupport
+
+/// Keeping what an interactive login obtained: under the provider's store lock, so a proxy
+/// refreshing at the same moment re-reads rather than overwriting the new tokens.
+struct LoginStorage {
+    let provider: ProviderConfiguration
+    let store: any TokenStore
+    let lockWait: Double
+
+    /// What a login is doing while it waits for the provider's store lock.
+    static let lockStep = "waiting for the token store's lock"
+
+    /// Stores `issued` as the provider's tokens, replacing what was there; the wait for the
+    /// lock ends with the login's `deadline`.
+    func save(_ issued: TokenEndpointClient.Issued, deadline: LoginDeadline) -> Result<LoginResult, LoginError> {
+        let grant = StoredGrant.issued(
+            issued,
+            defaultExpiresIn: self.provider.defaultExpiresIn,
+            previousRefreshToken: nil,
+            fingerprint: self.provider.tokenFingerprint()
+        )
+        do {
+            // The code is spent already: wait for a proxy's refresh longer than a request would.
+            let lock = try self.store.lockProvider(
+                self.provider.name,
+                deadline: deadline.instant(atMost: max(self.lockWait, 120))
+            )
+            defer { lock.release() }
+            try self.store.update { $0.grants[self.provider.name] = grant }
+        } catch {
+            let failure = LoginError(.store, "cannot store the tokens in \(self.store.location): \(error.message)")
+            return .failure(deadline.explain(failure, during: Self.lockStep))
+        }
+        return .success(
+            LoginResult(
+                expiresIn: grant.expiresAt.map { $0.timeIntervalSinceNow },
+                hasRefreshToken: grant.refreshToken != nil,
+                scope: grant.scope
+            )
+        )
+    }
+}
+
+extension TokenEndpointClient {
+    /// What a login is doing while it discovers the provider's endpoints.
+    static let discoveryStep = "discovering the provider's endpoints"
+
+    /// The provider's endpoints for a login, waited for on the calling thread (the command
+    /// line's own) until the login's `deadline`. Discovery is done first within that
+    /// deadline; the endpoints then come from what it cached.
+    func loginEndpoints(deadline: LoginDeadline) -> Result<DiscoveredEndpoints, LoginError> {
+        let found = deadline.wait(Self.discoveryStep) {
+            (done: @escaping @Sendable (Result<Void, ProxyError>) -> Void) in
+            guard let discovery = self.discovery else {
+                done(.success(()))
+                return
+            }
+            discovery.endpoints(deadline: deadline.end) { done($0.map { _ in () }) }
+        }
+        .flatMap { primed in
+            primed.mapError { deadline.explain(LoginError(.endpointMissing, $0.message), during: Self.discoveryStep) }
+        }
+        .flatMap { _ in
+            deadline.wait(Self.discoveryStep) { done in self.endpoints(completion: done) }
+        }
+        return found.flatMap { result in
+            result.mapError { deadline.explain(LoginError(.endpointMissing, $0.message), during: Self.discoveryStep) }
+        }
+    }
+}

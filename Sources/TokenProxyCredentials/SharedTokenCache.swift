@@ -1,0 +1,182 @@
+import Synchronization
+import TokenProxyConfiguration
+import TokenProxySupport
+
+/// A provider's token cache shared by its callers: the ``TokenCacheStateMachine`` behind a
+/// lock, with the waiters' completions held in it. Sources supply how to fetch; this type
+/// decides when, hands every waiter the result of the one fetch, and puts an end to every
+/// wait (`docs/security.md`, "Hostile timing"):
+///
+/// - a caller waits at most `limits.token_wait_seconds`, then gets 502 `token_unavailable`
+///   while the fetch goes on for the others;
+/// - a fetch that has not ended by its deadline (`limits.token_request_seconds`) is given up:
+///   its waiters are answered, and its late result, if any, is ignored;
+/// - a failed fetch is remembered with backoff, and callers meanwhile get that failure.
+final class SharedTokenCache: Sendable {
+    /// What a caller waits with.
+    typealias Completion = @Sendable (Result<AccessToken, ProxyError>) -> Void
+
+    /// One running fetch: its number (to match its result) and when it is given up.
+    struct Fetch: Sendable {
+        /// The state machine's number for it.
+        let number: UInt64
+        /// Its whole-life deadline; the source stops trying at this instant.
+        let deadline: ContinuousClock.Instant
+    }
+
+    private struct Waiter {
+        var id: UInt64
+        var completion: Completion
+    }
+
+    private struct State {
+        var machine: TokenCacheStateMachine<Waiter, ProxyError>
+        var nextWaiter: UInt64 = 0
+    }
+
+    private let state: Mutex<State>
+    private let provider: String
+    private let waitLimit: Duration
+    private let fetchLimit: Duration
+    /// Past its deadline a fetch gets this long to report before it is given up: the fetch
+    /// itself stops at its deadline, and its answer should win over the watchdog's.
+    private static let watchdogGrace = Duration.seconds(1)
+
+    /// Creates an empty cache for `provider`, renewing tokens `refreshSkewSeconds` before they
+    /// expire; callers wait `waitSeconds` at most, a fetch lives `fetchSeconds` at most, and a
+    /// failure is remembered for at most `backoffSeconds`.
+    init(
+        provider: String,
+        refreshSkewSeconds: Double,
+        waitSeconds: Double,
+        fetchSeconds: Double,
+        backoffSeconds: Double = Limits().tokenFailureBackoffSeconds
+    ) {
+        self.provider = provider
+        let maximum = BoundedSeconds.duration(backoffSeconds)
+        let machine = TokenCacheStateMachine<Waiter, ProxyError>(
+            skew: BoundedSeconds.duration(refreshSkewSeconds),
+            minimumBackoff: min(.seconds(1), maximum),
+            maximumBackoff: maximum
+        )
+        self.state = Mutex(State(machine: machine))
+        self.waitLimit = BoundedSeconds.duration(waitSeconds)
+        self.fetchLimit = BoundedSeconds.duration(fetchSeconds)
+    }
+
+    /// Answers from the cache or the remembered failure, or queues `completion` (for at most
+    /// the wait limit) and calls `fetch` when no fetch is running; `fetch` must end with
+    /// ``complete(_:_:retryAfter:remember:)``, and should stop trying at the fetch's deadline.
+    func token(completion: @escaping Completion, fetch: (Fetch) -> Void) {
+        let now = ContinuousClock.now
+        let (action, id) = self.state.withLock { state -> (TokenCacheStateMachine<Waiter, ProxyError>.Action, UInt64) in
+            state.nextWaiter &+= 1
+            let id = state.nextWaiter
+            return (state.machine.request(Waiter(id: id, completion: completion), id: id, now: now), id)
+        }
+        switch action {
+        case .deliver(let token):
+            completion(.success(token))
+        case .fail(let error):
+            completion(.failure(error))
+        case .wait:
+            self.armWait(id, now: now)
+        case .startFetch(let number):
+            self.armWait(id, now: now)
+            fetch(self.started(number, now: now))
+        }
+    }
+
+    /// Ends fetch `fetch`: the token is cached (on success) or, when `remember` (a token
+    /// endpoint was asked or a command run), the failure remembered with backoff (at least
+    /// `retryAfter`); every waiter is answered. The result of a fetch that was given up
+    /// changes nothing.
+    func complete(
+        _ fetch: Fetch,
+        _ outcome: Result<AccessToken, ProxyError>,
+        retryAfter: Duration? = nil,
+        remember: Bool = true
+    ) {
+        let now = ContinuousClock.now
+        let waiters = self.state.withLock { state -> [Waiter] in
+            switch outcome {
+            case .success(let token):
+                return state.machine.fetchSucceeded(token, fetch: fetch.number)
+            case .failure(let error):
+                return state.machine.fetchFailed(
+                    error,
+                    fetch: fetch.number,
+                    now: now,
+                    retryAfter: retryAfter,
+                    remember: remember
+                )
+            }
+        }
+        waiters.forEach { $0.completion(outcome) }
+    }
+
+    /// Forgets `token` if it is still the cached one.
+    func invalidate(_ token: AccessToken) {
+        self.state.withLock { $0.machine.invalidate(token) }
+    }
+
+    /// Forgets the cached token and any remembered failure when `decide`, given the fresh
+    /// cached token (nil when none) and whether a failure is remembered, says so; both are
+    /// looked at and changed under one lock, so a token that arrives meanwhile is not dropped.
+    func reset(when decide: (_ cached: AccessToken?, _ failing: Bool) -> Bool) {
+        let now = ContinuousClock.now
+        self.state.withLock { state in
+            let cached = state.machine.current(now: now)
+            let failing = state.machine.remembered(now: now) != nil
+            if decide(cached, failing) {
+                state.machine.reset()
+            }
+        }
+    }
+
+    /// The cached token, if fresh (tests).
+    var current: AccessToken? {
+        self.state.withLock { $0.machine.current(now: .now) }
+    }
+
+    /// A refresh ahead of expiry to start now, if `token` is still cached and nothing runs
+    /// (see the state machine); the caller must end it with ``complete(_:_:retryAfter:remember:)``.
+    func beginBackgroundRefresh(of token: AccessToken) -> Fetch? {
+        let now = ContinuousClock.now
+        guard let number = self.state.withLock({ $0.machine.beginBackgroundRefresh(of: token, now: now) }) else {
+            return nil
+        }
+        return self.started(number, now: now)
+    }
+
+    /// Arms the watchdog of fetch `number`, started at `now`.
+    private func started(_ number: UInt64, now: ContinuousClock.Instant) -> Fetch {
+        let fetch = Fetch(number: number, deadline: now + self.fetchLimit)
+        // Strong: a cache replaced by a reload still answers the waiters it holds.
+        DeadlineScheduler.shared.schedule(at: fetch.deadline + Self.watchdogGrace) { [self] in
+            let error = ProxyError(
+                .tokenUnavailable,
+                "the token request timed out (limits.token_request_seconds) and was abandoned",
+                provider: self.provider
+            )
+            self.complete(fetch, .failure(error))
+        }
+        return fetch
+    }
+
+    /// Ends waiter `id`'s wait at the wait limit, if it is still waiting then.
+    private func armWait(_ id: UInt64, now: ContinuousClock.Instant) {
+        DeadlineScheduler.shared.schedule(at: now + self.waitLimit) { [self] in
+            let waiter = self.state.withLock { $0.machine.removeWaiter(id) }
+            waiter?.completion(
+                .failure(
+                    ProxyError(
+                        .tokenUnavailable,
+                        "no token within limits.token_wait_seconds; the token request goes on",
+                        provider: self.provider
+                    )
+                )
+            )
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import TokenProxySupport
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension FileTokenStore {
+    /// The start-up check (RFC 6819 §5.3.3, `docs/token-store.md`): the store file, when it
+    /// exists, is a regular file of this user's that group and others cannot open; its
+    /// directory, when it exists, belongs to this user and is closed to group and others
+    /// (another owner, or a group member, could swap the file or roll it back). A missing file
+    /// is fine: the first write creates it 0600, in directories created 0700.
+    package func checkPermissions() throws(TokenStoreError) {
+        var info = stat()
+        if lstat(self.path, &info) == 0 {
+            if (info.st_mode & S_IFMT) == S_IFLNK {
+                throw TokenStoreError(.insecurePermissions, self.symbolicLinkProblem)
+            }
+            if let problem = Self.fileProblem(self.path, info) { throw problem }
+        } else if errno != ENOENT {
+            throw TokenStoreError(io: SystemError(call: "lstat(\(self.path))", errno: errno))
+        }
+        var directoryInfo = stat()
+        if stat(self.directory, &directoryInfo) == 0, let problem = Self.directoryProblem(self.directory, directoryInfo)
+        {
+            throw problem
+        }
+    }
+
+    /// Why the directory described by `info` must not hold a token store, or nil: owned by
+    /// another user, or with any group or other permission bit.
+    static func directoryProblem(_ directory: String, _ info: stat) -> TokenStoreError? {
+        let user = geteuid()
+        if info.st_uid != user {
+            return TokenStoreError(
+                .insecurePermissions,
+                "the token store's directory \(directory) belongs to uid \(info.st_uid), not to this user "
+                    + "(uid \(user)), who could replace or roll back the store; fix it with: "
+                    + "chown \(user) \(directory) && chmod 700 \(directory) "
+                    + "(or set token_store.path to a private directory)"
+            )
+        }
+        if info.st_mode & 0o077 != 0 {
+            let mode = StoreFileSystem.octal(info.st_mode)
+            return TokenStoreError(
+                .insecurePermissions,
+                "the token store's directory \(directory) is open to group or others (mode \(mode)), "
+                    + "who could replace the store or read its names; fix it with: chmod 700 \(directory) "
+                    + "(or set token_store.path to a private directory)"
+            )
+        }
+        return nil
+    }
+
+    /// Whether the store's path is a symbolic link.
+    var isSymbolicLink: Bool {
+        var info = stat()
+        return lstat(self.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
+    }
+
+    /// Why a symbolic link at the store's path is refused, and the fix.
+    var symbolicLinkProblem: String {
+        "\(self.path) is a symbolic link, which the token store does not follow (whoever can change the "
+            + "link could redirect the tokens); set token_store.path to the real file, or replace the link "
+            + "with the file itself"
+    }
+
+    /// Why the file described by `info` must not be used as a token store, or nil: not a
+    /// regular file, owned by another user, or with any group or other permission bit.
+    static func fileProblem(_ path: String, _ info: stat) -> TokenStoreError? {
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            return TokenStoreError(.io, "\(path) is not a regular file")
+        }
+        let user = geteuid()
+        if info.st_uid != user {
+            return TokenStoreError(
+                .insecurePermissions,
+                "\(path) belongs to uid \(info.st_uid), not to this user (uid \(user)); fix it with: "
+                    + "chown \(user) \(path) (or set token_store.path to a file of this user's)"
+            )
+        }
+        if info.st_mode & 0o077 != 0 {
+            return TokenStoreError(
+                .insecurePermissions,
+                "\(path) is open to group or others (mode \(StoreFileSystem.octal(info.st_mode))); "
+                    + "fix it with: chmod 600 \(path)"
+            )
+        }
+        return nil
+    }
+}

@@ -1,0 +1,308 @@
+import Foundation
+import Logging
+import Synchronization
+import TokenProxyAdmin
+import TokenProxyConfiguration
+import TokenProxyCredentials
+import TokenProxyMetrics
+import TokenProxyServer
+import TokenProxySupport
+
+/// The proxy's request handler: request policy, admin endpoints, routing, then the
+/// forwarder; writes the access log line for every exchange.
+///
+/// The configuration lives in a snapshot swapped whole on reload (SIGHUP): an exchange uses
+/// the snapshot it started with, so a reload never disturbs requests in flight.
+package final class ProxyHandler: HTTPExchangeHandler {
+    /// A class, so that taking it for a request is one reference, not a copy of each part.
+    private final class Snapshot: Sendable {
+        let configuration: ProxyConfiguration
+        let router: Router
+        let policy: RequestPolicy
+        let admin: AdminEndpoints
+        let adminPrefix: String?
+        /// The proxy listener, whose origin is the proxy's own for browser checks.
+        let proxyListener: RequestPolicy.Listener
+        /// The separate admin listener, an origin of its own (the proxy listener's when the
+        /// admin endpoints live under a path prefix).
+        let adminListener: RequestPolicy.Listener
+        /// The handler's logger with each route's name attached, made once per configuration
+        /// rather than once per request.
+        let routeLoggers: [String: Logger]
+
+        init(
+            configuration: ProxyConfiguration,
+            router: Router,
+            policy: RequestPolicy,
+            admin: AdminEndpoints,
+            adminPrefix: String?,
+            listeners: (proxy: RequestPolicy.Listener, admin: RequestPolicy.Listener),
+            routeLoggers: [String: Logger]
+        ) {
+            self.configuration = configuration
+            self.router = router
+            self.policy = policy
+            self.admin = admin
+            self.adminPrefix = adminPrefix
+            self.proxyListener = listeners.proxy
+            self.adminListener = listeners.admin
+            self.routeLoggers = routeLoggers
+        }
+    }
+
+    private let snapshot: Mutex<Snapshot>
+    private let forwarder: any RouteForwarder
+    private let logger: Logger
+    private let startedAt = Date()
+    private let openConnections: @Sendable () -> Int
+    private let metrics: ProxyMetrics
+
+    /// Creates the handler. `openConnections` reports the servers' connection count; every
+    /// exchange is counted in `metrics`.
+    package init(
+        configuration: ProxyConfiguration,
+        forwarder: any RouteForwarder,
+        logger: Logger,
+        metrics: ProxyMetrics = ProxyMetrics(),
+        openConnections: @escaping @Sendable () -> Int
+    ) {
+        self.forwarder = forwarder
+        self.logger = logger
+        self.metrics = metrics
+        self.openConnections = openConnections
+        self.snapshot = Mutex(
+            Self.makeSnapshot(
+                configuration,
+                startedAt: self.startedAt,
+                openConnections: openConnections,
+                listeners: Self.listeners(configuredBy: configuration),
+                logger: logger,
+                credentials: forwarder.credentialRegistry,
+                metrics: metrics
+            )
+        )
+    }
+
+    /// The listeners as configured, until ``listenersBound(proxy:admin:)`` gives the real ports.
+    private static func listeners(
+        configuredBy configuration: ProxyConfiguration
+    ) -> (proxy: RequestPolicy.Listener, admin: RequestPolicy.Listener) {
+        if case .listener(let admin) = configuration.admin {
+            return Self.listeners(proxy: configuration.listen, admin: admin)
+        }
+        return Self.listeners(proxy: configuration.listen, admin: nil)
+    }
+
+    /// The listeners for bound (or configured) addresses; without a separate admin listener,
+    /// the admin endpoints answer on the proxy listener.
+    private static func listeners(
+        proxy: ListenAddress,
+        admin: ListenAddress?
+    ) -> (proxy: RequestPolicy.Listener, admin: RequestPolicy.Listener) {
+        let proxyListener = RequestPolicy.Listener(proxy)
+        return (proxyListener, admin.map { RequestPolicy.Listener($0) } ?? proxyListener)
+    }
+
+    /// Records the addresses the listeners were bound to (the real ports when 0 was
+    /// configured): each listener's origin is the proxy's own there (RFC 6454 §4).
+    package func listenersBound(proxy: ListenAddress, admin: ListenAddress?) {
+        let listeners = Self.listeners(proxy: proxy, admin: admin)
+        self.snapshot.withLock { current in
+            current = Self.makeSnapshot(
+                current.configuration,
+                startedAt: self.startedAt,
+                openConnections: self.openConnections,
+                listeners: listeners,
+                logger: self.logger,
+                credentials: self.forwarder.credentialRegistry,
+                metrics: self.metrics
+            )
+        }
+    }
+
+    private static func makeSnapshot(
+        _ configuration: ProxyConfiguration,
+        startedAt: Date,
+        openConnections: @escaping @Sendable () -> Int,
+        listeners: (proxy: RequestPolicy.Listener, admin: RequestPolicy.Listener),
+        logger: Logger,
+        credentials: CredentialRegistry?,
+        metrics: ProxyMetrics
+    ) -> Snapshot {
+        var adminPrefix: String?
+        if case .pathPrefix(let prefix) = configuration.admin {
+            adminPrefix = prefix
+        }
+        var routeLoggers: [String: Logger] = [:]
+        for route in configuration.routes {
+            var routeLogger = logger
+            routeLogger[metadataKey: "route"] = "\(route.name)"
+            routeLoggers[route.name] = routeLogger
+        }
+        return Snapshot(
+            configuration: configuration,
+            // The `require_header` secret is the proxy's own: it never goes upstream.
+            router: Router(
+                routes: configuration.routes,
+                withheldHeaders: configuration.requireHeader.map { [$0.name] } ?? []
+            ),
+            policy: RequestPolicy(allowedHosts: configuration.allowedHosts, requireHeader: configuration.requireHeader),
+            admin: AdminEndpoints(
+                configuration: configuration,
+                startedAt: startedAt,
+                openConnections: openConnections,
+                credentials: credentials,
+                metrics: metrics
+            ),
+            adminPrefix: adminPrefix,
+            listeners: listeners,
+            routeLoggers: routeLoggers
+        )
+    }
+
+    /// Replaces the configuration for exchanges that start from now on.
+    package func reload(_ configuration: ProxyConfiguration) {
+        // Listeners are fixed at start: the current ones are kept.
+        self.snapshot.withLock { current in
+            current = Self.makeSnapshot(
+                configuration,
+                startedAt: self.startedAt,
+                openConnections: self.openConnections,
+                listeners: (current.proxyListener, current.adminListener),
+                logger: self.logger,
+                credentials: self.forwarder.credentialRegistry,
+                metrics: self.metrics
+            )
+        }
+    }
+
+    /// Serves one exchange on the proxy listener.
+    package func handle(_ exchange: HTTPExchange) {
+        let snapshot = self.snapshot.withLock { $0 }
+        let head = exchange.head
+        if let error = snapshot.policy.checkRequest(head) {
+            self.reject(exchange, error)
+            return
+        }
+        if let prefix = snapshot.adminPrefix, Router.path(head.path, hasSegmentPrefix: prefix) {
+            self.serveAdmin(
+                exchange,
+                name: String(head.path.dropFirst(prefix.count)),
+                listener: snapshot.proxyListener,
+                snapshot: snapshot
+            )
+            return
+        }
+        if let error = snapshot.policy.checkAccess(head, listener: snapshot.proxyListener) {
+            self.reject(exchange, error)
+            return
+        }
+        guard let match = snapshot.router.match(authority: head.authority, path: head.path) else {
+            self.reject(exchange, ProxyError(.noRoute, "no route matches \(head.path)"))
+            return
+        }
+        let route = match.route
+        let logger = snapshot.routeLoggers[route.name] ?? self.logger
+        if route.incomingAuthorization == .reject {
+            // The credential header is the provider's (`header`), Authorization by default.
+            let credentialHeader =
+                route.provider.flatMap { snapshot.configuration.providers[$0]?.header } ?? "Authorization"
+            if head.headers.contains(credentialHeader) {
+                self.reject(
+                    exchange,
+                    ProxyError(
+                        .badRequest,
+                        "this route does not accept a client \(credentialHeader) header",
+                        route: route.name
+                    )
+                )
+                return
+            }
+        }
+        self.logAccess(exchange, route: route.name)
+        self.forwarder.forward(exchange, along: match, logger: logger)
+    }
+
+    /// Serves one exchange on a separate admin listener, where endpoints sit at the root.
+    package func handleAdmin(_ exchange: HTTPExchange) {
+        let snapshot = self.snapshot.withLock { $0 }
+        if let error = snapshot.policy.checkRequest(exchange.head) {
+            self.reject(exchange, error)
+            return
+        }
+        self.serveAdmin(exchange, name: exchange.head.path, listener: snapshot.adminListener, snapshot: snapshot)
+    }
+
+    private func serveAdmin(
+        _ exchange: HTTPExchange,
+        name: String,
+        listener: RequestPolicy.Listener,
+        snapshot: Snapshot
+    ) {
+        let endpoint = name.hasPrefix("/") ? String(name.dropFirst()) : name
+        let refusal = snapshot.policy.checkAccess(exchange.head, listener: listener)
+        if let refusal, !AdminEndpoints.isProbe(endpoint) {
+            self.reject(exchange, refusal)
+            return
+        }
+        self.logAccess(exchange, route: "admin", metricsRoute: ProxyMetrics.adminRoute)
+        let bound = QueueBound(exchange, context: exchange.context)
+        // A probe is answered whatever its Host (a kubelet probes the pod's address), but a
+        // request that fails the host or browser checks learns only the status code: the
+        // providers' states and messages stay with those who pass them.
+        let statusOnly = refusal != nil
+        snapshot.admin.respond(to: endpoint, method: exchange.head.method) { response in
+            let answer = statusOnly ? AdminEndpoints.statusOnly(response) : response
+            bound.executeNowOrLater { $0.respond(answer) }
+        }
+    }
+
+    private func reject(_ exchange: HTTPExchange, _ error: ProxyError) {
+        self.logAccess(exchange, route: error.route ?? "-", metricsRoute: error.route ?? ProxyMetrics.noRoute)
+        exchange.respond(to: error)
+    }
+
+    /// Logs a request the connection rejected before it became an exchange.
+    package func requestRejected(_ error: ProxyError, remoteAddress: String) {
+        self.metrics.requestFinished(route: ProxyMetrics.noRoute, status: error.code.status, duration: nil)
+        self.logger.info(
+            "rejected",
+            metadata: [
+                "status": "\(error.code.status)",
+                "error": "\(error.code)",
+                "reason": "\(error.message)",
+                "client": "\(remoteAddress)",
+            ]
+        )
+    }
+
+    /// Counts the exchange in the metrics (under `metricsRoute`, by default `route`) and writes
+    /// the access-log line when it ends (`docs/operations.md` "Logs"). The query is never
+    /// logged: it may carry keys. An answer the proxy made itself brings its `error` code (and
+    /// for a 502 or 504 its `reason`) in the exchange's log fields (``HTTPExchange/respond(_:)``).
+    private func logAccess(_ exchange: HTTPExchange, route: String, metricsRoute: String? = nil) {
+        let logger = self.logger
+        let metrics = self.metrics
+        let logs = logger.logLevel <= .info
+        exchange.onComplete = { [unowned exchange] finished in
+            ExchangeMetrics.record(exchange, route: metricsRoute ?? route, in: metrics)
+            guard logs else { return }
+            var metadata: Logger.Metadata = [
+                "method": "\(exchange.head.method)",
+                "path": "\(exchange.head.path)",
+                "route": "\(route)",
+                "status": "\(exchange.responseStatus ?? 0)",
+                "duration_ms": "\((ContinuousClock.now - exchange.startTime).milliseconds)",
+                "bytes": "\(exchange.responseBodyBytes)",
+                "client": "\(exchange.remoteAddress)",
+            ]
+            if !finished {
+                metadata["aborted"] = "true"
+            }
+            for (key, value) in exchange.logFields {
+                metadata[key] = .string(value)
+            }
+            logger.info("request", metadata: metadata)
+        }
+    }
+}

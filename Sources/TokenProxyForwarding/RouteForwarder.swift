@@ -1,0 +1,25 @@
+import Logging
+import TokenProxyConfiguration
+import TokenProxyCredentials
+import TokenProxyServer
+
+/// Sends a routed request to its upstream and streams the answer back: the seam between
+/// routing and the upstream engine (libcurl in production, fakes in tests).
+package protocol RouteForwarder: Sendable {
+    /// Forwards `exchange` along `match`. Called in the exchange's context; must respond or abort.
+    func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger)
+
+    /// Applies a reloaded configuration (providers may have changed).
+    func reload(_ configuration: ProxyConfiguration)
+
+    /// The providers' credential sources, which `readyz` asks; `nil` when the forwarder has none.
+    var credentialRegistry: CredentialRegistry? { get }
+}
+
+extension RouteForwarder {
+    /// Forwarders without configuration ignore reloads.
+    package func reload(_ configuration: ProxyConfiguration) {}
+
+    /// Forwarders without providers have no credential sources.
+    package var credentialRegistry: CredentialRegistry? { nil }
+}

@@ -1,0 +1,93 @@
+import TokenProxyConfiguration
+
+/// Chooses the route for a request: the longest matching path prefix wins, matching whole
+/// path segments only (`/gh` matches `/gh` and `/gh/x`, never `/ghost`); at equal length a
+/// route naming the request's host beats one for any host; after that, config order.
+package struct Router: Sendable {
+    /// A matched route and the path to append to its upstream's base path.
+    ///
+    /// A class, immutable: a request's handler, forwarder, transfer and callbacks all hold
+    /// the one match, where a struct would copy the whole route configuration (and retain
+    /// each of its strings) at every hand-over.
+    package final class Match: Sendable, Equatable {
+        /// The matched route.
+        package let route: RouteConfiguration
+        /// The request path with the prefix removed when `strip_prefix` is set (possibly
+        /// empty), else the whole path.
+        package let upstreamPath: String
+        /// Header fields that belong to the proxy itself (the `require_header` secret) and are
+        /// removed from the forwarded request, in any letter case and every occurrence.
+        package let withheldHeaders: [String]
+
+        /// A match of `route` forwarding to `upstreamPath`.
+        package init(route: RouteConfiguration, upstreamPath: String, withheldHeaders: [String] = []) {
+            self.route = route
+            self.upstreamPath = upstreamPath
+            self.withheldHeaders = withheldHeaders
+        }
+
+        /// Matches are equal when they name the same route, path and withheld fields.
+        package static func == (lhs: Match, rhs: Match) -> Bool {
+            lhs.route == rhs.route && lhs.upstreamPath == rhs.upstreamPath
+                && lhs.withheldHeaders == rhs.withheldHeaders
+        }
+    }
+
+    private struct Entry: Sendable {
+        var route: RouteConfiguration
+        /// The prefix without a trailing slash; empty for the root prefix `/`.
+        var prefix: String
+        var host: String?
+    }
+
+    private let entries: [Entry]
+    private let withheldHeaders: [String]
+    /// Whether any route is for a particular host (else the request's host is not looked at).
+    private let matchesHosts: Bool
+
+    /// Builds the lookup order from routes in config order; `withheldHeaders` are the proxy's
+    /// own fields, never forwarded on any route.
+    package init(routes: [RouteConfiguration], withheldHeaders: [String] = []) {
+        self.withheldHeaders = withheldHeaders
+        let entries = routes.enumerated().map { index, route -> (Int, Entry) in
+            var prefix = route.pathPrefix
+            while prefix.hasSuffix("/") {
+                prefix.removeLast()
+            }
+            return (index, Entry(route: route, prefix: prefix, host: route.host.map { HostName.normalize($0).host }))
+        }
+        self.entries = entries.sorted { a, b in
+            if a.1.prefix.utf8.count != b.1.prefix.utf8.count {
+                return a.1.prefix.utf8.count > b.1.prefix.utf8.count
+            }
+            if (a.1.host != nil) != (b.1.host != nil) {
+                return a.1.host != nil
+            }
+            return a.0 < b.0
+        }.map(\.1)
+        self.matchesHosts = self.entries.contains { $0.host != nil }
+    }
+
+    /// The route for `path` (the raw path of the request target) addressed to `authority`
+    /// (the Host value or absolute-form authority, port allowed), or nil.
+    package func match(authority: String?, path: String) -> Match? {
+        let requestHost = self.matchesHosts ? authority.map { HostName.normalize($0).host } : nil
+        for entry in self.entries {
+            if let host = entry.host, host != requestHost {
+                continue
+            }
+            guard Self.path(path, hasSegmentPrefix: entry.prefix) else { continue }
+            let upstreamPath =
+                entry.route.stripPrefix ? String(path.utf8.dropFirst(entry.prefix.utf8.count)) ?? "" : path
+            return Match(route: entry.route, upstreamPath: upstreamPath, withheldHeaders: self.withheldHeaders)
+        }
+        return nil
+    }
+
+    /// Whether `prefix` (without a trailing slash) is `path` or a whole-segment prefix of it.
+    static func path(_ path: String, hasSegmentPrefix prefix: String) -> Bool {
+        guard path.utf8.starts(with: prefix.utf8) else { return false }
+        let rest = path.utf8.dropFirst(prefix.utf8.count)
+        return rest.isEmpty || rest.first == UInt8(ascii: "/")
+    }
+}

@@ -1,0 +1,82 @@
+import TokenProxyCredentials
+import TokenProxyHTTP
+import TokenProxyUpstream
+
+/// Builds ``UpstreamRequest``s: hop-by-hop removal, `X-Forwarded-*`, Host, the route's
+/// header edits and the credential (`docs/upstream.md`, "Request headers").
+package enum UpstreamRequestBuilder {
+    /// The `X-Forwarded-*` fields, set anew for this hop.
+    static let forwarded = HeaderNameSet(["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"])
+
+    /// Fields that front proxies set to tell an upstream which path was really asked for, and
+    /// that IIS, Symfony, Zend and Spring route by: from a client they would move the request
+    /// out of the route's base path (`docs/http-behaviour.md`, "A route's base path is a
+    /// boundary"), so they are never forwarded.
+    static let pathOverrides = HeaderNameSet([
+        "x-original-url", "x-rewrite-url", "x-original-uri", "x-override-url", "x-forwarded-prefix",
+    ])
+
+    /// Builds the request for `head` along `match`. `credential` is nil for routes without a
+    /// provider, or when the client's own credential is kept.
+    package static func build(
+        head: HTTPRequestHead,
+        match: Router.Match,
+        url: String,
+        credential: CredentialHeader?,
+        clientAddress: String
+    ) -> UpstreamRequest {
+        let route = match.route
+        var headers = head.headers
+        // One copy with room for what is added below (forwarding fields, Host, the route's
+        // fields, the credential).
+        headers.reserveCapacity(headers.count + route.addHeaders.count + 5)
+
+        // One pass removes what never goes upstream as the client sent it: hop-by-hop and
+        // framing fields, the fields the client's Connection header names (processed before
+        // anything is injected, so a client cannot name the credential as hop-by-hop; RFC 9110
+        // §7.6.1), the route's `remove_headers`, the proxy's own fields (the `require_header`
+        // secret), the client's credential header where the proxy sets it, path overrides,
+        // and `X-Forwarded-*`, set again below.
+        var named = head.headers.tokens("Connection")
+        named += route.removeHeaders
+        named += match.withheldHeaders
+        let credentialHeader = credential?.name ?? "Authorization"
+        if route.provider != nil, route.incomingAuthorization == .replace || credential != nil {
+            named.append(credentialHeader)
+        }
+        headers.removeAll { name in
+            UpstreamRequest.hopByHop.contains(name) || Self.forwarded.contains(name)
+                || Self.pathOverrides.contains(name)
+                || named.contains { HTTPHeaders.name(name, equals: $0) }
+        }
+
+        // X-Forwarded-For accumulates; Proto and Host describe this hop only.
+        let forwardedFor = head.headers.values("X-Forwarded-For").joined(separator: ", ")
+        // A client on a Unix socket has no address; RFC 7239 §6.3 names such a node `unknown`.
+        let client = clientAddress == "unix" ? "unknown" : clientAddress
+        headers.add(name: "X-Forwarded-For", value: forwardedFor.isEmpty ? client : "\(forwardedFor), \(client)")
+        headers.add(name: "X-Forwarded-Proto", value: "http")
+        if let host = head.authority {
+            headers.add(name: "X-Forwarded-Host", value: host)
+            if route.preserveHost {
+                headers.add(name: "Host", value: host)
+            }
+        }
+        for name in route.addHeaders.isEmpty ? [] : route.addHeaders.keys.sorted() {
+            if let value = route.addHeaders[name] {
+                headers.replaceOrAdd(name: name, value: value)
+            }
+        }
+        if let credential {
+            headers.add(name: credential.name, value: credential.value)
+        }
+
+        let body: UpstreamRequest.Body
+        switch head.framing {
+        case .none: body = .none
+        case .contentLength(let length): body = .length(length)
+        case .chunked: body = .streamed
+        }
+        return UpstreamRequest(method: head.method, url: url, headers: headers, body: body)
+    }
+}

@@ -1,0 +1,174 @@
+import TokenProxySupport
+
+/// Byte-level rules of RFC 9110 and RFC 9112 that the parser and the policy share.
+package enum HTTPGrammar {
+    /// `tchar` (RFC 9110 §5.6.2): the characters of a token such as a method or field name.
+    static let tokenCharacters = Self.byteTable(lettersDigitsAnd: "!#$%&'*+-.^_`|~")
+
+    /// A table by byte value, true for ASCII letters, digits and the bytes of `others`.
+    private static func byteTable(lettersDigitsAnd others: String) -> [Bool] {
+        var table = [Bool](repeating: false, count: 256)
+        for byte in UInt8(ascii: "0")...UInt8(ascii: "9") { table[Int(byte)] = true }
+        for byte in UInt8(ascii: "a")...UInt8(ascii: "z") { table[Int(byte)] = true }
+        for byte in UInt8(ascii: "A")...UInt8(ascii: "Z") { table[Int(byte)] = true }
+        for byte in others.utf8 { table[Int(byte)] = true }
+        return table
+    }
+
+    /// Whether `bytes` is a non-empty token.
+    package static func isToken(_ bytes: some Sequence<UInt8>) -> Bool {
+        // Contiguous bytes (a native String's UTF-8, a buffer) take the fast path: this runs
+        // for every header field in both directions.
+        if let result = bytes.withContiguousStorageIfAvailable(Self.isToken(buffer:)) {
+            return result
+        }
+        var empty = true
+        for byte in bytes {
+            guard tokenCharacters[Int(byte)] else { return false }
+            empty = false
+        }
+        return !empty
+    }
+
+    private static func isToken(buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        !buffer.isEmpty
+            && Self.tokenCharacters.withUnsafeBufferPointer { table in buffer.allSatisfy { table[Int($0)] } }
+    }
+
+    /// Whether `name` is a valid field name.
+    static func isToken(_ name: String) -> Bool {
+        isToken(name.utf8)
+    }
+
+    /// Whether `value` may be sent as a field value: no CR, LF, NUL or other control
+    /// character except HTAB (RFC 9110 §5.5).
+    package static func isValidFieldValue(_ value: some Sequence<UInt8>) -> Bool {
+        if let result = value.withContiguousStorageIfAvailable({ $0.allSatisfy(Self.isFieldValueByte) }) {
+            return result
+        }
+        return value.allSatisfy(Self.isFieldValueByte)
+    }
+
+    private static func isFieldValueByte(_ byte: UInt8) -> Bool {
+        byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
+    }
+
+    /// Calls `body` with each element of the comma-separated list `list` (RFC 9110 §5.6.1),
+    /// without its surrounding whitespace; empty elements are skipped.
+    package static func forEachListElement(
+        _ list: UnsafeBufferPointer<UInt8>,
+        _ body: (UnsafeBufferPointer<UInt8>) -> Void
+    ) {
+        var start = list.startIndex
+        while start < list.endIndex {
+            let comma = list[start...].firstIndex(of: UInt8(ascii: ",")) ?? list.endIndex
+            var first = start
+            var end = comma
+            while first < end, list[first] == 0x20 || list[first] == 0x09 { first += 1 }
+            while end > first, list[end - 1] == 0x20 || list[end - 1] == 0x09 { end -= 1 }
+            if first < end {
+                body(UnsafeBufferPointer(rebasing: list[first..<end]))
+            }
+            start = comma + 1
+        }
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        Hex.value(of: byte) != nil
+    }
+
+    /// Whether `value` is `uri-host [ ":" port ]` (RFC 9110 §7.2), with a non-empty host.
+    static func isValidHost(_ value: String) -> Bool {
+        var value = value
+        return value.withUTF8(Self.isValidHost(bytes:))
+    }
+
+    private static func isValidHost(bytes all: UnsafeBufferPointer<UInt8>) -> Bool {
+        var bytes = all[...]
+        guard let first = bytes.first else { return false }
+        if first == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return false }
+            let literal = bytes[(bytes.startIndex + 1)..<close]
+            guard !literal.isEmpty,
+                literal.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") })
+            else { return false }
+            bytes = bytes[(close + 1)...]
+        } else {
+            let end = bytes.firstIndex(of: UInt8(ascii: ":")) ?? bytes.endIndex
+            let name = bytes[..<end]
+            guard !name.isEmpty,
+                Self.regNameCharacters.withUnsafeBufferPointer({ table in name.allSatisfy { table[Int($0)] } })
+            else { return false }
+            bytes = bytes[end...]
+        }
+        guard let colon = bytes.first else { return true }
+        guard colon == UInt8(ascii: ":") else { return false }
+        let port = bytes.dropFirst()
+        return port.count <= 5 && port.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+    }
+
+    /// unreserved / pct-encoded / sub-delims (RFC 3986 §3.2.2), by byte.
+    private static let regNameCharacters = Self.byteTable(lettersDigitsAnd: "-._~%!$&'()*+,;=")
+
+    /// The single length named by every Content-Length field and list element; differing
+    /// values, non-digits and overflow are errors (RFC 9112 §6.3 rule 5). Reads the values'
+    /// bytes in place: this runs for every answer with a length and every request with a body.
+    package static func contentLength(_ values: [String]) -> Result<Int64, ProxyError> {
+        var length: Int64?
+        for value in values {
+            var element = ContentLengthElement()
+            for byte in value.utf8 {
+                if byte == UInt8(ascii: ",") {
+                    if let failure = element.end(into: &length) { return .failure(failure) }
+                    element = ContentLengthElement()
+                } else {
+                    element.add(byte)
+                }
+            }
+            if let failure = element.end(into: &length) { return .failure(failure) }
+        }
+        guard let length else { return .failure(ProxyError(.badRequest, "invalid Content-Length")) }
+        return .success(length)
+    }
+
+    /// One element of a Content-Length list, read byte by byte: optional whitespace, digits,
+    /// optional whitespace.
+    private struct ContentLengthElement {
+        private var value: Int64 = 0
+        private var digits = 0
+        private var trailingSpace = false
+        private var invalid = false
+        private var overflow = false
+
+        mutating func add(_ byte: UInt8) {
+            switch byte {
+            case UInt8(ascii: " "), UInt8(ascii: "\t"):
+                // Whitespace after the digits ends them; before them it is skipped.
+                if self.digits > 0 { self.trailingSpace = true }
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                guard !self.trailingSpace else {
+                    self.invalid = true
+                    return
+                }
+                self.digits += 1
+                let (times10, o1) = self.value.multipliedReportingOverflow(by: 10)
+                let (sum, o2) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
+                self.overflow = self.overflow || o1 || o2
+                self.value = sum
+            default:
+                self.invalid = true
+            }
+        }
+
+        /// Checks the finished element against the length so far: nil when it agrees.
+        func end(into length: inout Int64?) -> ProxyError? {
+            guard !self.invalid, self.digits > 0 else { return ProxyError(.badRequest, "invalid Content-Length") }
+            guard !self.overflow else { return ProxyError(.badRequest, "Content-Length too large") }
+            if let previous = length, previous != self.value {
+                return ProxyError(.badRequest, "differing Content-Length values")
+            }
+            length = self.value
+            return nil
+        }
+    }
+}

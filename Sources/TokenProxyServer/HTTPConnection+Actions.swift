@@ -1,0 +1,159 @@
+import Dispatch
+import TokenProxySupport
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// Carrying out ``ConnectionStateMachine``'s actions: the Dispatch sources, the deadlines'
+/// instants on the one timer source, the lingering close and the close.
+extension HTTPConnection {
+    /// Carries out one action of the state machine.
+    func perform(_ action: ConnectionStateMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .arm(let timer):
+            self.arm(timer)
+        case .parse:
+            self.process()
+        case .armAndParse(let timer):
+            self.arm(timer)
+            self.process()
+        case .parseBuffered(let timer):
+            self.arm(timer)
+            self.parseBuffered()
+        case .discardInput:
+            self.input.removeAll(keepingCapacity: true)
+        case .sendContinue:
+            self.enqueue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+            self.process()
+        case .deliverEnd:
+            self.arm(.none)
+            self.current?.deliverBody(.end)
+        case .abortExchange:
+            self.current?.abort()
+        case .rejectRequest(let error):
+            self.respondToBrokenRequest(error)
+        case .respondTimeoutAndClose:
+            self.respondToBrokenRequest(ProxyError(.requestTimeout, "the request did not arrive in time"))
+        case .closeAfterFlush:
+            // A flush under way (or the batch's) ends in `outputDrained`; with nothing
+            // queued, the output has drained already.
+            if self.output.isEmpty {
+                self.perform(self.lifecycle.outputDrained())
+            }
+        case .flushAndClose:
+            self.batching = false
+            self.flush()
+        case .resumeReading:
+            self.readSource.resume()
+        case .pauseReading:
+            self.readSource.suspend()
+        case .waitForWritable:
+            self.armSendDeadline()
+            self.writeSource.resume()
+        case .armSendDeadline:
+            self.armSendDeadline()
+        case .stopWaitingForWritable:
+            _ = self.deadlines.setSend(nil)
+            self.writeSource.suspend()
+        case .beginLingeringClose(let stopWaitingForWritable):
+            if stopWaitingForWritable {
+                self.perform(.stopWaitingForWritable)
+            }
+            self.beginLingeringClose()
+        case .closeNow:
+            self.closeNow()
+        }
+    }
+
+    /// Parses a pipelined request waiting in the buffer. Inside `process()` its loop picks
+    /// it up; otherwise (the answer came from another thread's hop) parse now, since nothing
+    /// else would. An answer written in place by an upstream engine leaves the next request
+    /// to the queue, so that the engine's thread only writes and its other transfers never
+    /// wait for a handler.
+    private func parseBuffered() {
+        if self.input.isEmpty {
+            self.input.removeAll()
+        }
+        guard !self.processing, !self.input.isEmpty else { return }
+        if self.context.isHeldInPlace {
+            QueueBound(self, context: self.context).execute { $0.process() }
+        } else {
+            self.process()
+        }
+    }
+
+    /// Arms the input deadline for `timer`.
+    private func arm(_ timer: ConnectionStateMachine.Timer) {
+        let seconds: Double
+        switch timer {
+        case .header: seconds = self.settings.headerTimeout
+        case .idle, .body: seconds = self.settings.idleTimeout
+        case .none:
+            _ = self.deadlines.setInput(nil)
+            return
+        }
+        self.reschedule(self.deadlines.setInput(.now() + seconds))
+    }
+
+    /// A client that takes no byte of its answer for the idle time is dropped (nginx's
+    /// `send_timeout`): otherwise it would hold the connection, and in the proxy an upstream
+    /// transfer, for as long as it likes; it also bounds any wait for a writable event.
+    private func armSendDeadline() {
+        self.reschedule(self.deadlines.setSend(.now() + self.settings.idleTimeout))
+    }
+
+    private func reschedule(_ fire: DispatchTime?) {
+        if let fire {
+            self.timer.schedule(deadline: fire)
+        }
+    }
+
+    /// The timer source fired: the deadline that passed, if any, becomes an event.
+    func timerFired() {
+        guard !self.lifecycle.isClosed else { return }
+        let (expired, fire) = self.deadlines.fired(now: .now())
+        self.reschedule(fire)
+        switch expired {
+        case nil: break
+        case .input?: self.perform(self.lifecycle.requestDeadlinePassed())
+        case .send?: self.perform(self.lifecycle.sendDeadlinePassed())
+        case .linger?: self.perform(self.lifecycle.lingerDeadlinePassed())
+        }
+    }
+
+    // MARK: Closing
+
+    /// Sends FIN and reads what the client still sends for a short while before closing, so
+    /// that unread request bytes do not make the kernel reset the connection and destroy
+    /// the response the client has not read yet.
+    private func beginLingeringClose() {
+        shutdown(self.descriptor, Int32(SHUT_WR))
+        self.reschedule(self.deadlines.setLinger(.now() + Self.lingerSeconds))
+        self.updateReadInterest()
+    }
+
+    /// Ends the active exchange and cancels the sources; the descriptor closes once both
+    /// cancel handlers ran. A suspended source is resumed first, as Dispatch requires.
+    private func closeNow() {
+        if let exchange = self.current {
+            self.current = nil
+            exchange.connectionClosed()
+        }
+        self.timer.cancel()
+        if !self.lifecycle.isReading {
+            self.readSource.resume()
+        }
+        if !self.lifecycle.isWaitingForWritable {
+            self.writeSource.resume()
+        }
+        self.readSource.cancel()
+        self.writeSource.cancel()
+        self.input.removeAll()
+        self.output.removeAll()
+    }
+}

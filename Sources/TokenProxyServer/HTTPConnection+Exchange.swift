@@ -1,0 +1,83 @@
+import TokenProxyHTTP
+
+/// What an ``HTTPExchange`` asks of its connection: the request body, and writing the response.
+extension HTTPConnection {
+    /// The exchange's handler asked for the request body.
+    func exchangeReadBody(_ exchange: HTTPExchange) {
+        guard exchange === self.current else { return }
+        self.perform(self.lifecycle.bodyRequested())
+    }
+
+    /// The exchange's handler paused the request body.
+    func exchangePauseBody(_ exchange: HTTPExchange) {
+        guard exchange === self.current else { return }
+        self.perform(self.lifecycle.bodyPaused())
+    }
+
+    /// The exchange's handler resumed the request body.
+    func exchangeResumeBody(_ exchange: HTTPExchange) {
+        guard exchange === self.current else { return }
+        self.perform(self.lifecycle.bodyResumed())
+    }
+
+    /// Whether the output buffer is below its high mark.
+    var isWritable: Bool {
+        self.output.count < self.settings.outputHighMark
+    }
+
+    /// Queues the response head, with the framing and keep-alive the state machine and the
+    /// encoder agree on.
+    func exchangeSendHead(_ exchange: HTTPExchange, _ head: HTTPResponseHead, closeConnection: Bool) {
+        guard exchange === self.current else { return }
+        let stays = self.lifecycle.responseStarted(closeRequested: closeConnection)
+        var keepAlive = stays
+        let bytes = self.encoder.encodeHead(
+            head,
+            requestVersion: exchange.head.version,
+            requestIsHead: exchange.head.isHead,
+            keepAlive: &keepAlive
+        )
+        if keepAlive != stays {
+            self.lifecycle.responseEndsWithTheConnection()
+        }
+        self.enqueue(bytes)
+    }
+
+    /// Writes body bytes within the framing the head announced: bytes past an announced
+    /// `Content-Length` are never written, and the exchange is aborted instead (the client's
+    /// next read would otherwise take them for a response of its own).
+    func exchangeSendBody(_ exchange: HTTPExchange, _ bytes: some Collection<UInt8>) {
+        guard exchange === self.current else { return }
+        if self.output.appending({ self.encoder.encodeBody(bytes, into: &$0) }) == .exceedsLength {
+            exchange.abort()
+            return
+        }
+        self.flush()
+    }
+
+    /// Ends the response; returns false when the body fell short of the announced
+    /// `Content-Length`, in which case the connection is aborted rather than finished, so
+    /// the client sees a broken body, never a complete-looking one.
+    @discardableResult
+    func exchangeFinish(_ exchange: HTTPExchange) -> Bool {
+        guard exchange === self.current else { return true }
+        guard self.encoder.isBodyComplete else {
+            self.exchangeAbort(exchange)
+            return false
+        }
+        self.output.appending { self.encoder.encodeEnd(into: &$0) }
+        self.current = nil
+        let action = self.lifecycle.responseFinished()
+        self.flush()
+        self.perform(action)
+        return true
+    }
+
+    /// Ends the exchange without completing its response: what was already queued (a head,
+    /// part of a body) still goes out, then the connection ends.
+    func exchangeAbort(_ exchange: HTTPExchange) {
+        guard exchange === self.current else { return }
+        self.current = nil
+        self.perform(self.lifecycle.exchangeAborted())
+    }
+}
