@@ -9,10 +9,10 @@ package enum AdminConfiguration: Sendable, Equatable, Decodable {
     case listener(ListenAddress)
 
     /// The default prefix, `/_tokenproxy`.
-    package static let defaultPathPrefix = "/_tokenproxy"
+    static let defaultPathPrefix = "/_tokenproxy"
 
     /// The default: ``defaultPathPrefix`` on the main listener.
-    package static let `default` = AdminConfiguration.pathPrefix(defaultPathPrefix)
+    static let `default` = AdminConfiguration.pathPrefix(defaultPathPrefix)
 
     /// Decodes `{"path_prefix": P}` or `{"listen": ADDR}` (not both); `{}` is the default.
     package init(from decoder: any Decoder) throws {

@@ -34,7 +34,7 @@ package enum GrantType: String, Sendable, Equatable, Hashable, CaseIterable {
     }
 
     /// Whether this grant asks an OAuth 2 token endpoint (`token_url` or `issuer` discovery).
-    package var usesTokenEndpoint: Bool {
+    var usesTokenEndpoint: Bool {
         switch self {
         case .staticToken, .command, .oauth1: return false
         default: return true

@@ -85,7 +85,7 @@ package struct ProviderConfiguration: Sendable, Equatable {
     /// a user's e-mail for Google domain-wide delegation.
     package var subject: String?
     /// `alg` (jwt_bearer, and `private_key_jwt` assertions): `RS256` (default) or `ES256`.
-    package var alg: String?
+    var alg: String?
     /// `subject_token` (token_exchange): the token to exchange, usually a file.
     package var subjectToken: Secret?
     /// `subject_token_type` (token_exchange): its type URI (RFC 8693 §3).
@@ -112,7 +112,7 @@ package struct ProviderConfiguration: Sendable, Equatable {
     /// `token_secret` (oauth1): the access token's secret.
     package var tokenSecret: Secret?
     /// `signature_method` (oauth1): `HMAC-SHA1` (default), `HMAC-SHA256`, `RSA-SHA1` or `PLAINTEXT`.
-    package var signatureMethod: String?
+    var signatureMethod: String?
     /// `realm` (oauth1): the `realm` parameter of the `Authorization` header (RFC 5849 §3.5.1).
     package var realm: String?
     /// `request_token_url` (oauth1 three-legged login, RFC 5849 §2.1).

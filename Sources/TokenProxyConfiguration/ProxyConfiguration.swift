@@ -9,7 +9,7 @@ package struct ProxyConfiguration: Sendable, Equatable {
     /// `listen`: where clients connect. Default `127.0.0.1:8080`.
     package var listen: ListenAddress
     /// `allow_remote_clients`: accept a non-loopback `listen` (or `admin.listen`). Default false.
-    package var allowRemoteClients: Bool
+    var allowRemoteClients: Bool
     /// `allowed_hosts`: accepted `Host` header values, lowercased (a port in the header is
     /// ignored unless an entry has one); `["*"]` disables the check (DNS-rebinding defence).
     /// Default ``defaultAllowedHosts``.
@@ -29,9 +29,9 @@ package struct ProxyConfiguration: Sendable, Equatable {
     package var routes: [RouteConfiguration]
 
     /// `127.0.0.1:8080`.
-    package static let defaultListen = ListenAddress.inet(host: "127.0.0.1", port: 8080)
+    static let defaultListen = ListenAddress.inet(host: "127.0.0.1", port: 8080)
     /// The loopback names: `localhost`, `127.0.0.1`, `[::1]`, `::1`.
-    package static let defaultAllowedHosts = ["localhost", "127.0.0.1", "[::1]", "::1"]
+    static let defaultAllowedHosts = ["localhost", "127.0.0.1", "[::1]", "::1"]
     /// The largest configuration file read.
     static let maxFileBytes = 4 << 20
 

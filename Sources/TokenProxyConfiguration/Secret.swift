@@ -52,13 +52,13 @@ package enum Secret: Sendable, Equatable, Decodable {
     }
 
     /// Whether the value is written in the configuration file itself.
-    package var isLiteral: Bool {
+    var isLiteral: Bool {
         if case .literal = self { return true }
         return false
     }
 
     /// The path of a `{"file": PATH}` secret, else `nil`.
-    package var filePath: String? {
+    var filePath: String? {
         if case .file(let path) = self { return path }
         return nil
     }

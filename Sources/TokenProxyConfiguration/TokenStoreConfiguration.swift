@@ -19,7 +19,7 @@ package enum TokenStoreConfiguration: Sendable, Equatable, Decodable {
     }
 
     /// The default: a file at ``defaultPath(environment:)``, not encrypted.
-    package static func defaultStore(environment: [String: String]) -> TokenStoreConfiguration {
+    static func defaultStore(environment: [String: String]) -> TokenStoreConfiguration {
         .file(path: Self.defaultPath(environment: environment), encryptionKey: nil)
     }
 

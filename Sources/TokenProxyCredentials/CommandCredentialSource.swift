@@ -6,7 +6,7 @@ import TokenProxySupport
 /// bare token, or JSON with `access_token` and optional `expires_in`), and caches it for
 /// `cache_seconds` or until `expires_in`, whichever ends first; with neither, until a 401.
 /// One run at a time: requests arriving meanwhile share its result.
-package final class CommandCredentialSource: CredentialSource {
+final class CommandCredentialSource: CredentialSource {
     private let name: String
     private let argv: [String]
     private let cacheSeconds: Double?
@@ -16,7 +16,7 @@ package final class CommandCredentialSource: CredentialSource {
     /// Creates the source for provider `name`; a run taking longer than `timeout` is killed,
     /// a request waits `waitSeconds` at most for it, and a failed run is remembered for at most
     /// `backoffSeconds`.
-    package init(
+    init(
         name: String,
         argv: [String],
         cacheSeconds: Double?,
@@ -39,7 +39,7 @@ package final class CommandCredentialSource: CredentialSource {
     }
 
     /// A cached token, or the result of the one run in flight.
-    package func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
+    func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
         self.cache.token(completion: completion) { fetch in
             // A thread of its own: the run blocks until the command exits (it is killed at
             // the timeout), and a blocked Dispatch worker would be one fewer for client
@@ -51,7 +51,7 @@ package final class CommandCredentialSource: CredentialSource {
     }
 
     /// Forgets `token` if it is still the cached one.
-    package func invalidate(_ token: AccessToken) {
+    func invalidate(_ token: AccessToken) {
         self.cache.invalidate(token)
     }
 

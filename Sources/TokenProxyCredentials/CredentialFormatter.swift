@@ -6,12 +6,12 @@ package struct CredentialFormatter: Sendable, Equatable {
     /// The header name, `Authorization` by default.
     package let header: String
     /// The value template containing `{token}`, `Bearer {token}` by default.
-    package let format: String
+    let format: String
     /// The template split at its placeholders once, so formatting is one join per request.
     private let pieces: [Substring]
 
     /// Creates a formatter.
-    package init(header: String, format: String) {
+    init(header: String, format: String) {
         self.header = header
         self.format = format
         self.pieces = format.split(separator: "{token}", omittingEmptySubsequences: false)

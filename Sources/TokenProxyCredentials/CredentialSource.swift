@@ -21,11 +21,11 @@ package protocol CredentialSource: Sendable {
 
 extension CredentialSource {
     /// Sources that cannot produce a different token say so, and a 401 is not replayed.
-    package var canRenew: Bool { true }
+    var canRenew: Bool { true }
 
     /// Forgets `token` if it is still the current one; by default there is nothing to forget.
-    package func invalidate(_ token: AccessToken) {}
+    func invalidate(_ token: AccessToken) {}
 
     /// By default nothing is cached from the store.
-    package func storeChanged(_ contents: TokenStoreContents) {}
+    func storeChanged(_ contents: TokenStoreContents) {}
 }

@@ -18,5 +18,5 @@ package protocol RequestAuthorizer: Sendable {
 
 extension RequestAuthorizer {
     /// By default a 401 is handled as any other.
-    package func refusal(of head: HTTPResponseHead) -> ProxyError? { nil }
+    func refusal(of head: HTTPResponseHead) -> ProxyError? { nil }
 }

@@ -1,3 +1,5 @@
+import TokenProxyUpstream
+
 /// How a `Location` from an upstream maps back onto the proxy.
 enum LocationRewrite {
     /// A `Location` pointing into the route's upstream (same origin, under its base path)

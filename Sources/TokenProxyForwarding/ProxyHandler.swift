@@ -224,7 +224,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
     }
 
     /// Serves one exchange on a separate admin listener, where endpoints sit at the root.
-    package func handleAdmin(_ exchange: HTTPExchange) {
+    func handleAdmin(_ exchange: HTTPExchange) {
         let snapshot = self.snapshot.withLock { $0 }
         if let error = snapshot.policy.checkRequest(exchange.head) {
             self.reject(exchange, error)

@@ -7,7 +7,7 @@ import TokenProxySupport
 /// The request checks that come before routing: what a client may ask of a deputy holding
 /// someone's credentials (`docs/http-behaviour.md`, "Who may talk to the proxy"). Pure: no
 /// I/O beyond resolving the `require_header` secret.
-package struct RequestPolicy: Sendable {
+struct RequestPolicy: Sendable {
     private struct AllowedHost: Sendable, Equatable {
         var host: String
         var port: String?
@@ -17,7 +17,7 @@ package struct RequestPolicy: Sendable {
     private let requireHeader: HeaderRequirement?
 
     /// Creates the policy; `allowedHosts` of `["*"]` disables the Host check.
-    package init(allowedHosts: [String], requireHeader: HeaderRequirement?) {
+    init(allowedHosts: [String], requireHeader: HeaderRequirement?) {
         if allowedHosts.contains("*") {
             self.allowedHosts = nil
         } else {
@@ -30,7 +30,7 @@ package struct RequestPolicy: Sendable {
     }
 
     /// Whether `authority` (`host[:port]`) is an allowed host.
-    package func isAllowed(authority: String) -> Bool {
+    func isAllowed(authority: String) -> Bool {
         guard self.allowedHosts != nil else { return true }
         let (host, port) = HostName.normalize(authority)
         return self.isAllowed(host: host, port: port)
@@ -46,7 +46,7 @@ package struct RequestPolicy: Sendable {
     var allowsEveryHost: Bool { self.allowedHosts == nil }
 
     /// The checks every request gets, admin probes included: methods and request-target sanity.
-    package func checkRequest(_ head: HTTPRequestHead) -> ProxyError? {
+    func checkRequest(_ head: HTTPRequestHead) -> ProxyError? {
         // CONNECT would make us a tunnel; TRACE (and IIS's TRACK) would echo the injected
         // credential. Compared without case: some upstreams match methods that way.
         if Self.isRefusedMethod(head.method) {
@@ -79,7 +79,7 @@ package struct RequestPolicy: Sendable {
     /// The checks that guard credentials: allowed hosts (DNS-rebinding defence), browser
     /// requests from other origins (see ``checkBrowser(_:listener:)``), and the
     /// `require_header` shared secret. `listener` is the listener the request came in on.
-    package func checkAccess(_ head: HTTPRequestHead, listener: Listener) -> ProxyError? {
+    func checkAccess(_ head: HTTPRequestHead, listener: Listener) -> ProxyError? {
         if case .absolute(let authority) = head.targetForm {
             // RFC 9112 §3.2.2: the target's authority stands for the host, and Host is ignored.
             guard self.isAllowed(authority: authority) else {

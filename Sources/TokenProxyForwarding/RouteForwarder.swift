@@ -21,5 +21,5 @@ extension RouteForwarder {
     package func reload(_ configuration: ProxyConfiguration) {}
 
     /// Forwarders without providers have no credential sources.
-    package var credentialRegistry: CredentialRegistry? { nil }
+    var credentialRegistry: CredentialRegistry? { nil }
 }

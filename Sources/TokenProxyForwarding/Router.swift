@@ -11,16 +11,16 @@ package struct Router: Sendable {
     /// each of its strings) at every hand-over.
     package final class Match: Sendable, Equatable {
         /// The matched route.
-        package let route: RouteConfiguration
+        let route: RouteConfiguration
         /// The request path with the prefix removed when `strip_prefix` is set (possibly
         /// empty), else the whole path.
-        package let upstreamPath: String
+        let upstreamPath: String
         /// Header fields that belong to the proxy itself (the `require_header` secret) and are
         /// removed from the forwarded request, in any letter case and every occurrence.
-        package let withheldHeaders: [String]
+        let withheldHeaders: [String]
 
         /// A match of `route` forwarding to `upstreamPath`.
-        package init(route: RouteConfiguration, upstreamPath: String, withheldHeaders: [String] = []) {
+        init(route: RouteConfiguration, upstreamPath: String, withheldHeaders: [String] = []) {
             self.route = route
             self.upstreamPath = upstreamPath
             self.withheldHeaders = withheldHeaders
@@ -47,7 +47,7 @@ package struct Router: Sendable {
 
     /// Builds the lookup order from routes in config order; `withheldHeaders` are the proxy's
     /// own fields, never forwarded on any route.
-    package init(routes: [RouteConfiguration], withheldHeaders: [String] = []) {
+    init(routes: [RouteConfiguration], withheldHeaders: [String] = []) {
         self.withheldHeaders = withheldHeaders
         let entries = routes.enumerated().map { index, route -> (Int, Entry) in
             var prefix = route.pathPrefix
@@ -70,7 +70,7 @@ package struct Router: Sendable {
 
     /// The route for `path` (the raw path of the request target) addressed to `authority`
     /// (the Host value or absolute-form authority, port allowed), or nil.
-    package func match(authority: String?, path: String) -> Match? {
+    func match(authority: String?, path: String) -> Match? {
         let requestHost = self.matchesHosts ? authority.map { HostName.normalize($0).host } : nil
         for entry in self.entries {
             if let host = entry.host, host != requestHost {

@@ -4,12 +4,12 @@ import TokenProxySupport
 
 /// The forwarder used until an upstream engine is configured: every routed request is
 /// answered 502 `upstream_unreachable`.
-package struct UnavailableForwarder: RouteForwarder {
+struct UnavailableForwarder: RouteForwarder {
     /// Creates the forwarder.
-    package init() {}
+    init() {}
 
     /// Answers 502 `upstream_unreachable`.
-    package func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
+    func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
         exchange.respond(
             to: ProxyError(
                 .upstreamUnreachable,

@@ -4,7 +4,7 @@ import TokenProxyUpstream
 
 /// Builds ``UpstreamRequest``s: hop-by-hop removal, `X-Forwarded-*`, Host, the route's
 /// header edits and the credential (`docs/upstream.md`, "Request headers").
-package enum UpstreamRequestBuilder {
+enum UpstreamRequestBuilder {
     /// The `X-Forwarded-*` fields, set anew for this hop.
     static let forwarded = HeaderNameSet(["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"])
 
@@ -18,7 +18,7 @@ package enum UpstreamRequestBuilder {
 
     /// Builds the request for `head` along `match`. `credential` is nil for routes without a
     /// provider, or when the client's own credential is kept.
-    package static func build(
+    static func build(
         head: HTTPRequestHead,
         match: Router.Match,
         url: String,

@@ -5,7 +5,7 @@ import TokenProxySupport
 /// becomes a status line, a JSON body and the `X-Tokenproxy-Error` header (`docs/architecture.md`, "Errors").
 package enum ErrorResponse {
     /// The header naming the error code on every response the proxy produces itself.
-    package static let errorHeaderName = "X-Tokenproxy-Error"
+    static let errorHeaderName = "X-Tokenproxy-Error"
 
     private struct Body: Encodable {
         var error: String
@@ -53,9 +53,9 @@ package enum ErrorResponse {
     }
 
     /// The access-log field naming an error answer's code.
-    package static let errorField = "error"
+    static let errorField = "error"
     /// The access-log field holding a 502 or 504 answer's message.
-    package static let reasonField = "reason"
+    static let reasonField = "reason"
 }
 
 extension ErrorResponse {

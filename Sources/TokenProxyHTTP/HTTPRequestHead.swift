@@ -1,9 +1,9 @@
 /// An HTTP version as sent on a request line.
 package struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
     /// The major version: always 1 once a request has been accepted.
-    package var major: Int
+    var major: Int
     /// The minor version: 0 or 1 (higher 1.x minors are answered as 1.1, RFC 9110 §6.2).
-    package var minor: Int
+    var minor: Int
 
     /// HTTP/1.0.
     package static let http1_0 = HTTPVersion(major: 1, minor: 0)

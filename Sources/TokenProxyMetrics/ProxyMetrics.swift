@@ -140,12 +140,12 @@ package final class ProxyMetrics: Sendable {
     }
 
     /// Counts one failed upstream exchange of `route`.
-    package func upstreamFailed(route: String, kind: UpstreamErrorKind) {
+    func upstreamFailed(route: String, kind: UpstreamErrorKind) {
         self.counter(Names.upstreamErrors, [("route", route), ("kind", kind.rawValue)]).increment()
     }
 
     /// Counts one replay of a request of `route` after a 401.
-    package func replayed(route: String) {
+    func replayed(route: String) {
         self.counter(Names.replays, [("route", route)]).increment()
     }
 

@@ -38,7 +38,7 @@ package final class HTTPExchange {
     /// decision.
     private var bodyHandler: ((RequestBodyEvent) -> Void)?
     /// Whether ``sendHead(_:)`` (or ``respond(_:)``) was called.
-    package var responseStarted: Bool { self.responseStatus != nil }
+    var responseStarted: Bool { self.responseStatus != nil }
     /// Whether ``finish()``, ``respond(_:)`` or ``abort()`` was called, or the connection
     /// ended: the handler's side of the exchange is over, and later calls are ignored.
     package private(set) var isComplete = false

@@ -47,7 +47,7 @@ package final class HTTPServer: Sendable {
     }
 
     /// How many connections were accepted since start, refused ones included.
-    package var acceptedConnections: Int {
+    var acceptedConnections: Int {
         self.acceptCount.load(ordering: .relaxed)
     }
 

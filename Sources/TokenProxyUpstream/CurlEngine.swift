@@ -40,7 +40,7 @@ package final class CurlEngine: @unchecked Sendable {
     private let wakeup: Int32
     private let inbox = Mutex(Inbox())
     /// How many times the event thread went round its loop (tests: an idle engine sleeps).
-    package let turns = Atomic<Int>(0)
+    let turns = Atomic<Int>(0)
     /// How many resumes were asked for (tests of the transfers' flow control).
     let resumesRequested = Atomic<Int>(0)
     private var transfers: [ObjectIdentifier: CurlTransfer] = [:]

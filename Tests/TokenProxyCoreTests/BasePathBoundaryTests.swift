@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import TokenProxyForwarding
+@testable import TokenProxyUpstream
 
 /// A path that tries to leave a route's base path, sent after the route's prefix.
 private let escapes: [String] = [

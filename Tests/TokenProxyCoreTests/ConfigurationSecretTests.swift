@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import TokenProxyConfiguration
+@testable import TokenProxyCredentials
 
 #if canImport(Glibc)
     import Glibc

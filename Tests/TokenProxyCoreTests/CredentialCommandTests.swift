@@ -2,6 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import TokenProxyCredentials
+
 /// The credential commands against a fake provider, with a token store file shared by
 /// separate processes.
 @Suite struct CredentialCommandTests {

@@ -4,6 +4,8 @@ import Logging
 import Synchronization
 import Testing
 
+@testable import TokenProxyUpstream
+
 struct EngineIdleTests {
     /// A wake-up is used up by the turn it causes: once the answers are out and nothing more
     /// comes, the event thread sleeps. A wake-up signal left set (an eventfd never read)

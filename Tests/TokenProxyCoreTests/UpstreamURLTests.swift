@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 
 @testable import TokenProxyForwarding
+@testable import TokenProxyUpstream
 
 struct UpstreamURLTests {
     @Test func theOriginComesFromTheRouteAndTheRestIsKeptByteForByte() throws {

@@ -9,25 +9,25 @@ import TokenProxySupport
 /// For the demo only; it is not an OAuth server to deploy.
 package final class DemoAuthorizationServer: HTTPExchangeHandler, Sendable {
     /// The demo client's id.
-    package let clientID = "demo-client"
+    let clientID = "demo-client"
     /// The demo client's secret, random per run.
-    package let clientSecret: String
+    let clientSecret: String
     /// Seconds each token lives.
-    package let lifetime: Int
+    let lifetime: Int
     private let issued = Mutex<[String: ContinuousClock.Instant]>([:])
     private let count = Mutex(0)
 
     /// Creates the server with a fresh random secret.
-    package init(lifetime: Int = 30) {
+    init(lifetime: Int = 30) {
         self.clientSecret = SecureRandom.hex(16)
         self.lifetime = lifetime
     }
 
     /// How many tokens were issued so far.
-    package var tokensIssued: Int { self.count.withLock { $0 } }
+    var tokensIssued: Int { self.count.withLock { $0 } }
 
     /// Whether `token` was issued here and has not expired.
-    package func isValid(_ token: String) -> Bool {
+    func isValid(_ token: String) -> Bool {
         self.issued.withLock { issued in
             guard let expiry = issued[token] else { return false }
             return ContinuousClock.now < expiry

@@ -14,9 +14,9 @@ package final class DemoEnvironment: Sendable {
     /// The demo authorization server.
     package let authorization: DemoAuthorizationServer
     /// Where the proxy listens.
-    package let proxyAddress: ListenAddress
+    let proxyAddress: ListenAddress
     /// The upstream's port, to show that it refuses requests without a token.
-    package let upstreamPort: UInt16
+    let upstreamPort: UInt16
     private let servers: [HTTPServer]
 
     /// Starts the demo with the proxy on `listen`.

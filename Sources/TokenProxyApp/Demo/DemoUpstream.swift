@@ -4,16 +4,16 @@ import TokenProxyServer
 
 /// The `tokenproxy demo` upstream: an API that answers only requests bearing a token the demo
 /// authorization server issued, and 401 otherwise.
-package struct DemoUpstream: HTTPExchangeHandler {
+struct DemoUpstream: HTTPExchangeHandler {
     private let authorization: DemoAuthorizationServer
 
     /// Creates the upstream trusting `authorization`'s tokens.
-    package init(authorization: DemoAuthorizationServer) {
+    init(authorization: DemoAuthorizationServer) {
         self.authorization = authorization
     }
 
     /// Answers any path.
-    package func handle(_ exchange: HTTPExchange) {
+    func handle(_ exchange: HTTPExchange) {
         exchange.readBody { event in
             guard case .end = event else { return }
             let header = exchange.head.headers.first("Authorization") ?? ""

@@ -35,15 +35,15 @@ package struct LoginError: Error, Sendable, Equatable, CustomStringConvertible, 
 
 extension ErrorCode where Family == LoginError {
     /// The provider's grant has no interactive login.
-    package static let notInteractive = Self(.notInteractive)
+    static let notInteractive = Self(.notInteractive)
     /// An endpoint the login needs is neither configured nor discovered.
-    package static let endpointMissing = Self(.endpointMissing)
+    static let endpointMissing = Self(.endpointMissing)
     /// The loopback redirect listener could not be opened.
-    package static let listenFailed = Self(.listenFailed)
+    static let listenFailed = Self(.listenFailed)
     /// Nobody completed the login in time.
     package static let timedOut = Self(.timedOut)
     /// The user or the authorization server refused (`access_denied`).
-    package static let denied = Self(.denied)
+    static let denied = Self(.denied)
     /// The device code expired before it was approved (`expired_token`).
     package static let expired = Self(.expired)
     /// The callback carried an error, a foreign `iss`, or no code.

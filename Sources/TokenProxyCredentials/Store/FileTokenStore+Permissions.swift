@@ -15,7 +15,7 @@ extension FileTokenStore {
     /// directory, when it exists, belongs to this user and is closed to group and others
     /// (another owner, or a group member, could swap the file or roll it back). A missing file
     /// is fine: the first write creates it 0600, in directories created 0700.
-    package func checkPermissions() throws(TokenStoreError) {
+    func checkPermissions() throws(TokenStoreError) {
         var info = stat()
         if lstat(self.path, &info) == 0 {
             if (info.st_mode & S_IFMT) == S_IFLNK {

@@ -19,9 +19,9 @@ import TokenProxySupport
 /// crash leaves the old contents or the new, never a mix. A file that is not a token store
 /// is moved aside and reported, never overwritten; one that is open to other users, owned
 /// by another user or a symbolic link is refused (RFC 6819 §5.3.3).
-package final class FileTokenStore: TokenStore {
+final class FileTokenStore: TokenStore {
     /// The store file's path.
-    package let path: String
+    let path: String
     /// The directory holding the store, its lock files and its temporary files.
     let directory: String
     /// The configured `encryption_key`, resolved on every use (a key file may change).
@@ -35,7 +35,7 @@ package final class FileTokenStore: TokenStore {
 
     /// A store at `path`, encrypted under `encryptionKey` when one is given. Nothing is
     /// touched until the first use; directories are created by the first write.
-    package convenience init(path: String, encryptionKey: Secret?) {
+    convenience init(path: String, encryptionKey: Secret?) {
         self.init(path: path, encryptionKey: encryptionKey, faults: nil)
     }
 
@@ -55,11 +55,11 @@ package final class FileTokenStore: TokenStore {
     }
 
     /// The file's path, for messages.
-    package var location: String { self.path }
+    var location: String { self.path }
 
     /// The file's device, inode, size and modification time: a write renames a new file
     /// over the store, so any change shows. nil when there is no file (or it cannot be seen).
-    package func revision() -> String? {
+    func revision() -> String? {
         var info = stat()
         guard stat(self.path, &info) == 0 else { return nil }
         return "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
@@ -79,7 +79,7 @@ package final class FileTokenStore: TokenStore {
     /// The contents, read under the shared store lock. A file that is not a token store is
     /// moved aside (under the exclusive lock) and reported with both paths; the read after
     /// that finds no file and returns an empty store.
-    package func read() throws(TokenStoreError) -> TokenStoreContents {
+    func read() throws(TokenStoreError) -> TokenStoreContents {
         let lock: Int32?
         do {
             lock = try syscallBlocking("open(\(self.lockPath))", self.openLockFile())
@@ -111,7 +111,7 @@ package final class FileTokenStore: TokenStore {
 
     /// Re-reads the contents under the exclusive store lock, applies `body` and, when it
     /// changed anything, writes the result atomically before releasing the lock.
-    package func update<Result>(_ body: (inout TokenStoreContents) -> Result) throws(TokenStoreError) -> Result {
+    func update<Result>(_ body: (inout TokenStoreContents) -> Result) throws(TokenStoreError) -> Result {
         try StoreFileSystem.createDirectories(self.directory)
         let lock = try StoreFileSystem.call("open(\(self.lockPath))", self.openLockFile())
         defer { StoreFileSystem.closeQuietly(lock) }
@@ -131,7 +131,7 @@ package final class FileTokenStore: TokenStore {
 
     /// Takes the provider's lock file, `PATH.NAME.lock`, exclusively (see
     /// ``FileTokenStoreLock``), polling until `deadline`.
-    package func lockProvider(
+    func lockProvider(
         _ name: String,
         deadline: ContinuousClock.Instant
     ) throws(TokenStoreError) -> any TokenStoreLock {

@@ -5,30 +5,30 @@ import Synchronization
 /// restart and nothing is shared with other processes. Its provider locks exclude the
 /// sources of one process from each other (after a reload, the old and the new source of a
 /// provider may both be fetching).
-package final class MemoryTokenStore: TokenStore {
+final class MemoryTokenStore: TokenStore {
     private let contents = Mutex(TokenStoreContents())
     private let changes = Atomic<Int>(0)
     private let held = Mutex<Set<String>>([])
 
     /// Creates an empty store.
-    package init() {}
+    init() {}
 
-    package var location: String { "memory" }
+    var location: String { "memory" }
 
-    package func read() throws(TokenStoreError) -> TokenStoreContents {
+    func read() throws(TokenStoreError) -> TokenStoreContents {
         self.contents.withLock { $0 }
     }
 
-    package func update<Result>(_ body: (inout TokenStoreContents) -> Result) throws(TokenStoreError) -> Result {
+    func update<Result>(_ body: (inout TokenStoreContents) -> Result) throws(TokenStoreError) -> Result {
         defer { self.changes.add(1, ordering: .relaxed) }
         return self.contents.withLock { body(&$0) }
     }
 
-    package func revision() -> String? {
+    func revision() -> String? {
         String(self.changes.load(ordering: .relaxed))
     }
 
-    package func lockProvider(
+    func lockProvider(
         _ name: String,
         deadline: ContinuousClock.Instant
     ) throws(TokenStoreError) -> any TokenStoreLock {

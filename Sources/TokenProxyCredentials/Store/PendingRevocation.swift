@@ -4,18 +4,18 @@ import Foundation
 /// 503); kept so the revocation is retried later.
 package struct PendingRevocation: Codable, Sendable, Equatable {
     /// The provider the token belonged to.
-    package var provider: String
+    var provider: String
     /// The token to revoke.
-    package var token: String
+    var token: String
     /// `refresh_token` or `access_token` (RFC 7009 §2.1 `token_type_hint`).
-    package var tokenTypeHint: String
+    var tokenTypeHint: String
     /// The revocation endpoint it is sent to.
-    package var revocationURL: String
+    var revocationURL: String
     /// When the first attempt failed.
-    package var since: Date
+    var since: Date
 
     /// Creates a pending revocation.
-    package init(provider: String, token: String, tokenTypeHint: String, revocationURL: String, since: Date) {
+    init(provider: String, token: String, tokenTypeHint: String, revocationURL: String, since: Date) {
         self.provider = provider
         self.token = token
         self.tokenTypeHint = tokenTypeHint

@@ -3,7 +3,7 @@ import TokenProxyConfiguration
 extension ProxyConfiguration {
     /// Problems with the secrets as they are now on this machine, for start-up and `check`:
     /// every ``unresolvableSecrets()`` and ``secretPermissionProblems()``. Never contains a value.
-    package func secretProblems() -> [ConfigurationProblem] {
+    func secretProblems() -> [ConfigurationProblem] {
         self.unresolvableSecrets() + self.secretPermissionProblems()
     }
 

@@ -4,34 +4,34 @@ import Foundation
 /// access token expires on the wall clock, and the last failure for `tokenproxy status`.
 package struct StoredGrant: Codable, Sendable, Equatable {
     /// The access token, when one was obtained.
-    package var accessToken: String?
+    var accessToken: String?
     /// The `token_type` the endpoint sent with it (`Bearer`, `DPoP`, `N_A`, ...).
-    package var tokenType: String?
+    var tokenType: String?
     /// When the access token expires; nil means "until a 401".
-    package var expiresAt: Date?
+    var expiresAt: Date?
     /// The refresh token: the newest of a rotating chain, or what `login` obtained.
-    package var refreshToken: String?
+    var refreshToken: String?
     /// The access token's secret of an `oauth1` provider (RFC 5849 §2.3), from `login`.
-    package var tokenSecret: String?
+    var tokenSecret: String?
     /// An `oauth1` out-of-band login waiting for its verifier (`login --verifier`).
-    package var pendingLogin: PendingOAuth1Login?
+    var pendingLogin: PendingOAuth1Login?
     /// The scope the endpoint granted, when it said.
-    package var scope: String?
+    var scope: String?
     /// When the tokens were obtained.
-    package var obtainedAt: Date?
+    var obtainedAt: Date?
     /// SHA-256 (hex) over the provider settings the tokens were obtained under (grant,
     /// endpoints, client, scopes, and the configured `refresh_token` seed): tokens obtained
     /// under other settings are not used, and a new seed starts a new refresh chain.
-    package var configFingerprint: String?
+    var configFingerprint: String?
     /// The refresh token was refused (`invalid_grant`): nothing is tried until a login.
-    package var needsLogin: Bool?
+    var needsLogin: Bool?
     /// The last failure obtaining a token (no secret in it), for `status`.
-    package var lastError: String?
+    var lastError: String?
     /// When ``lastError`` happened.
-    package var lastErrorAt: Date?
+    var lastErrorAt: Date?
 
     /// Creates a record.
-    package init(
+    init(
         accessToken: String? = nil,
         tokenType: String? = nil,
         expiresAt: Date? = nil,

@@ -3,7 +3,7 @@ import Foundation
 /// Everything in a token store.
 package struct TokenStoreContents: Codable, Sendable, Equatable {
     /// Provider name → its tokens.
-    package var grants: [String: StoredGrant]
+    var grants: [String: StoredGrant]
     /// Revocations still to send.
     package var pendingRevocations: [PendingRevocation]
 

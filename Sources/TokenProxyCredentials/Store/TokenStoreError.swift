@@ -20,10 +20,10 @@ package struct TokenStoreError: Error, Sendable, Equatable, CustomStringConverti
     /// What went wrong.
     package var code: Code
     /// What happened and how to fix it; never contains a token.
-    package var message: String
+    var message: String
 
     /// Creates an error.
-    package init(_ code: Code, _ message: String) {
+    init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
@@ -37,13 +37,13 @@ extension ErrorCode where Family == TokenStoreError {
     /// The file names a format version this build does not know; it was moved aside.
     package static let unsupportedVersion = Self(.unsupportedVersion)
     /// The file is encrypted and `encryption_key` does not open it (left untouched).
-    package static let decryptionFailed = Self(.decryptionFailed)
+    static let decryptionFailed = Self(.decryptionFailed)
     /// The file is encrypted and no `encryption_key` is configured (left untouched).
-    package static let encryptionKeyMissing = Self(.encryptionKeyMissing)
+    static let encryptionKeyMissing = Self(.encryptionKeyMissing)
     /// The file or its directory is open to group or others, or owned by another user.
-    package static let insecurePermissions = Self(.insecurePermissions)
+    static let insecurePermissions = Self(.insecurePermissions)
     /// The provider's lock was not obtained before the deadline.
-    package static let lockTimeout = Self(.lockTimeout)
+    static let lockTimeout = Self(.lockTimeout)
     /// A system call failed (the message names it and errno).
-    package static let io = Self(.io)
+    static let io = Self(.io)
 }

@@ -23,7 +23,7 @@ package final class LogWriter: @unchecked Sendable {
 
     /// Bytes waiting for the writer above which new lines are dropped. The writer may hold
     /// as much again while it writes, so this also bounds the memory a stalled reader costs.
-    package static let defaultLimit = 1 << 20
+    static let defaultLimit = 1 << 20
 
     /// How long the writer lets lines gather after a write before it looks again.
     private static let gatherMicroseconds: UInt32 = 1000

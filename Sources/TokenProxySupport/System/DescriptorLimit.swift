@@ -37,7 +37,7 @@ package enum DescriptorLimit {
 
     /// The descriptor numbers at the top of the table that client connections never hold:
     /// an eighth of the limit, at least 16 and at most 512.
-    package static var acceptReserve: Int {
+    static var acceptReserve: Int {
         min(max(self.softLimit / 8, 16), 512)
     }
 

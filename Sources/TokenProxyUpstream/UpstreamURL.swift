@@ -1,5 +1,4 @@
 import CCurl
-import TokenProxyUpstream
 
 /// Builds upstream URLs from parsed parts with libcurl's URL API (`curl_url`), never by
 /// concatenating client input into a URL string: the scheme, host and port always come
