@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that the folders of Sources/TokenProxyCore use only folders below them.
 
-The layers, lowest first, are the ones docs/architecture.md draws. A Swift file may name a
+The layers, lowest first, are the ones docs/contributing/architecture.md draws. A Swift file may name a
 type, function or constant declared in its own folder or in a folder of a lower layer;
 naming one from a higher layer fails the check. All folders are one module, so the compiler
 cannot see this; the check reads declarations and identifiers instead of resolving them,
@@ -66,7 +66,7 @@ def main() -> int:
     for failure in failures:
         print(failure)
     if failures:
-        print(f"{len(failures)} uses point up a layer (docs/architecture.md, 'Layers')")
+        print(f"{len(failures)} uses point up a layer (docs/contributing/architecture.md, 'Layers')")
         return 1
     print(f"layers: {len(files)} files, every dependency points down")
     return 0

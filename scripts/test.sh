@@ -17,7 +17,7 @@ fi
 .venv/bin/python3 -m pip install -q --disable-pip-version-check -r Tests/Interop/requirements.txt
 
 swift --version
-# Every folder of the core uses only the layers below it (docs/architecture.md).
+# Every folder of the core uses only the layers below it (docs/contributing/architecture.md).
 python3 scripts/check-layers.py
 swift build
 swift test

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The admin endpoints (`docs/operations.md`): `healthz`, `readyz`, `status` and `metrics`.
+/// The admin endpoints (`docs/reference/admin-endpoints.md`): `healthz`, `readyz`, `status` and `metrics`.
 ///
 /// Served under the admin path prefix on the proxy's listener, or at the root of a separate
 /// admin listener. `status` never contains a secret: it lists names, grants and upstreams;

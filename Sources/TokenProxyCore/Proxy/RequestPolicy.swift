@@ -1,7 +1,7 @@
 import Foundation
 
 /// The request checks that come before routing: what a client may ask of a deputy holding
-/// someone's credentials (`docs/http-behaviour.md`, "Who may talk to the proxy"). Pure: no
+/// someone's credentials (`docs/reference/http-behaviour.md`, "Who may talk to the proxy"). Pure: no
 /// I/O beyond resolving the `require_header` secret.
 package struct RequestPolicy: Sendable {
     private struct AllowedHost: Sendable, Equatable {
