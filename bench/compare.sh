@@ -12,7 +12,7 @@
 # KEEPALIVE_REQUESTS is how many requests the upstream serves on a connection before
 # closing it (a million by default, so connections are kept; nginx's default is 1,000).
 # METHOD=POST sends small form POSTs to the upstream's /post instead of GETs of /1k (a
-# request that is not idempotent goes out on a new upstream connection: docs/upstream.md).
+# request that is not idempotent goes out on a new upstream connection: docs/reference/upstream.md).
 #
 # Build a binary as the Dockerfile does, e.g. for a commit checked out in a worktree:
 #   scripts/build-release.sh /tmp/b     # prints the binary's path

@@ -177,7 +177,7 @@ kill -HUP "$proxy"
 after_reload="$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$proxy_port/echo/again")"
 echo "SIGHUP (reload) -> still serving: GET /echo/again -> $after_reload"
 
-# Informational: the secret rules accept another user's read-only file (docs/security.md).
+# Informational: the secret rules accept another user's read-only file (docs/reference/security.md).
 if "${as_user[@]}" "${in_image[@]}" /usr/local/bin/tokenproxy check --config /etc/tokenproxy/mounted-secret.json \
     >"$work/mounted.log" 2>&1; then
     echo "a root-owned 0444 secret file (a Kubernetes or Docker secret mount): accepted"

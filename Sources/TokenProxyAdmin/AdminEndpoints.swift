@@ -5,7 +5,7 @@ import TokenProxyHTTP
 import TokenProxyMetrics
 import TokenProxySupport
 
-/// The admin endpoints (`docs/operations.md`): `healthz`, `readyz`, `status` and `metrics`.
+/// The admin endpoints (`docs/reference/admin-endpoints.md`): `healthz`, `readyz`, `status` and `metrics`.
 ///
 /// Served under the admin path prefix on the proxy's listener, or at the root of a separate
 /// admin listener. `status` never contains a secret: it lists names, grants and upstreams;

@@ -5,7 +5,7 @@ import TokenProxyCredentials
 import TokenProxyHTTP
 import TokenProxySupport
 
-/// The `readyz` check (`docs/operations.md` "Probes"): every configured provider must hold a
+/// The `readyz` check (`docs/reference/admin-endpoints.md` "Probes"): every configured provider must hold a
 /// valid token, or obtain one within ``timeout``.
 ///
 /// Each provider is asked through its credential source, the same shared cache requests use:

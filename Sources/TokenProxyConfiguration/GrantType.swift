@@ -41,7 +41,7 @@ package enum GrantType: String, Sendable, Equatable, Hashable, CaseIterable {
         }
     }
 
-    /// The provider keys every grant accepts (`docs/configuration.md`, "Common keys").
+    /// The provider keys every grant accepts (`docs/reference/configuration.md`, "Common keys").
     static let commonKeys: [String] = [
         "grant", "issuer", "client_auth", "scopes", "audience", "resource", "token_request_params",
         "token_request_headers", "revocation_url", "refresh_skew_seconds", "default_expires_in", "header",

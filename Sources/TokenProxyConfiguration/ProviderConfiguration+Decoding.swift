@@ -46,7 +46,7 @@ extension ProviderConfiguration: Decodable {
         }
     }
 
-    /// The `client_auth` used when none is configured (`docs/configuration.md`: `client_secret_basic` when a
+    /// The `client_auth` used when none is configured (`docs/reference/configuration.md`: `client_secret_basic` when a
     /// secret is given, else `none`; an assertion key selects `private_key_jwt`).
     var defaultClientAuth: ClientAuthMethod {
         if self.clientAssertionKey != nil { return .privateKeyJWT }

@@ -55,7 +55,7 @@ private struct ProviderCheck {
         }
     }
 
-    /// The keys the grant needs (`docs/configuration.md`, "Keys of each grant").
+    /// The keys the grant needs (`docs/reference/configuration.md`, "Keys of each grant").
     mutating func grantRequirements() {
         let provider = self.provider
         let hasIssuer = provider.issuer != nil

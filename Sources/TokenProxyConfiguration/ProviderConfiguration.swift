@@ -3,7 +3,7 @@ import Foundation
 /// One credential provider (`providers.NAME`): how to obtain a token and how to present it.
 ///
 /// `grant` selects the kind; each grant accepts its own keys plus the common ones (see
-/// `docs/configuration.md`). Keys are optional here; which ones a grant requires is checked
+/// `docs/reference/configuration.md`). Keys are optional here; which ones a grant requires is checked
 /// when the configuration is validated.
 package struct ProviderConfiguration: Sendable, Equatable {
     /// The provider's name: its key under `providers`, used by routes, `tokenproxy login NAME`,

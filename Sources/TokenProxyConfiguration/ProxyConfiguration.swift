@@ -1,7 +1,7 @@
 import Foundation
 
 /// The whole configuration file: listeners, client-facing defences, token store, limits,
-/// providers and routes. See `docs/configuration.md` for every key.
+/// providers and routes. See `docs/reference/configuration.md` for every key.
 ///
 /// ``load(path:)`` and ``decode(_:)`` read, decode and validate in one pass and throw a
 /// ``ConfigurationError`` carrying every problem found, each with its JSON path.

@@ -3,7 +3,7 @@
 /// file's contents.
 struct SecretFileError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What kind of failure: one that may pass (a mount not there yet) or a refusal by the
-    /// ownership and mode rules (`docs/security.md`, "Secret files").
+    /// ownership and mode rules (`docs/reference/security.md`, "Secret files").
     struct Code: Hashable, Sendable {
         private enum Base: Hashable, Sendable {
             case unreadable, refused

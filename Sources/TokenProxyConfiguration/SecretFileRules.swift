@@ -8,7 +8,7 @@ import TokenProxySupport
     import Darwin
 #endif
 
-/// Who may have chosen or changed a secret file (RFC 6819 §5.3.3, `docs/security.md`,
+/// Who may have chosen or changed a secret file (RFC 6819 §5.3.3, `docs/reference/security.md`,
 /// "Secret files"): the rules, without I/O, applied to what `lstat` and `fstat` report at
 /// every read.
 ///

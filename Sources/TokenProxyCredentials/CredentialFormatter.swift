@@ -1,7 +1,8 @@
 import TokenProxyHTTP
 import TokenProxySupport
 
-/// Formats a token into the header the provider names (`docs/configuration.md`, provider keys `header`, `format`).
+/// Formats a token into the header the provider names (`docs/reference/configuration.md`,
+/// provider keys `header`, `format`).
 package struct CredentialFormatter: Sendable, Equatable {
     /// The header name, `Authorization` by default.
     package let header: String

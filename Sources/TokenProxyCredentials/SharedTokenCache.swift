@@ -5,7 +5,7 @@ import TokenProxySupport
 /// A provider's token cache shared by its callers: the ``TokenCacheStateMachine`` behind a
 /// lock, with the waiters' completions held in it. Sources supply how to fetch; this type
 /// decides when, hands every waiter the result of the one fetch, and puts an end to every
-/// wait (`docs/security.md`, "Hostile timing"):
+/// wait (`docs/reference/security.md`, "Hostile timing"):
 ///
 /// - a caller waits at most `limits.token_wait_seconds`, then gets 502 `token_unavailable`
 ///   while the fetch goes on for the others;

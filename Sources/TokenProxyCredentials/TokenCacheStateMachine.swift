@@ -1,6 +1,6 @@
 /// The token cache of one provider as a pure state machine: at most one fetch in flight,
 /// every request that arrives meanwhile waits for its result, a valid token is handed out
-/// until shortly before it expires (`docs/token-store.md`, RFC 6749 §5.1), and a failed
+/// until shortly before it expires (`docs/reference/token-store.md`, RFC 6749 §5.1), and a failed
 /// fetch is remembered for a backoff interval, during which requests get that failure rather
 /// than a new token request.
 ///

@@ -5,7 +5,7 @@
 /// The rule is RFC 6749 Appendix A.12 (`access-token = 1*VSCHAR`, VSCHAR = %x20-7E), without
 /// leading or trailing spaces: printable ASCII, so no CR, LF, NUL, HTAB or other control
 /// character and no obs-text, which also keeps every `format` template a valid field value
-/// (RFC 9110 §5.5). See `docs/security.md`.
+/// (RFC 9110 §5.5). See `docs/reference/security.md`.
 enum TokenSyntax {
     /// The longest token accepted, in bytes: far above any real token, well below the
     /// header size limit.

@@ -32,7 +32,7 @@ package final class CurlForwarder: RouteForwarder {
     /// Creates a forwarder over several engines (at least one): each client connection is
     /// served by one of them, the proxy's own requests by the first. An engine writes an
     /// answer to its client connection itself when the connection is idle instead of handing
-    /// it to the connection's queue (`docs/architecture.md`).
+    /// it to the connection's queue (`docs/contributing/architecture.md`).
     package init(
         configuration: ProxyConfiguration,
         engines: [CurlEngine],

@@ -277,7 +277,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
     }
 
     /// Counts the exchange in the metrics (under `metricsRoute`, by default `route`) and writes
-    /// the access-log line when it ends (`docs/operations.md` "Logs"). The query is never
+    /// the access-log line when it ends (`docs/reference/log-fields.md`). The query is never
     /// logged: it may carry keys. An answer the proxy made itself brings its `error` code (and
     /// for a 502 or 504 its `reason`) in the exchange's log fields (``HTTPExchange/respond(_:)``).
     private func logAccess(_ exchange: HTTPExchange, route: String, metricsRoute: String? = nil) {

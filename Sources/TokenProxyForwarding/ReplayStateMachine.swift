@@ -1,4 +1,4 @@
-/// When a request is sent upstream again (`docs/upstream.md`, "A 401 from the upstream" and
+/// When a request is sent upstream again (`docs/reference/upstream.md`, "A 401 from the upstream" and
 /// "A reused connection that fails"), as a pure state machine. Two events can each cause one
 /// more attempt:
 ///

@@ -27,7 +27,7 @@ extension RequestPolicy {
     }
 
     /// Refuses browser requests that do not come from the proxy's own origin or from the user
-    /// (`docs/http-behaviour.md`, "Browser requests"):
+    /// (`docs/reference/http-behaviour.md`, "Browser requests"):
     /// - `Sec-Fetch-Site` (Fetch Metadata, set by the browser, never by a page) must be absent,
     ///   `none` (the user typed or bookmarked the URL) or `same-origin`; `same-site` is another
     ///   port of the same host, and `cross-site` another site.

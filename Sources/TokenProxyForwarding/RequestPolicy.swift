@@ -5,7 +5,7 @@ import TokenProxyServer
 import TokenProxySupport
 
 /// The request checks that come before routing: what a client may ask of a deputy holding
-/// someone's credentials (`docs/http-behaviour.md`, "Who may talk to the proxy"). Pure: no
+/// someone's credentials (`docs/reference/http-behaviour.md`, "Who may talk to the proxy"). Pure: no
 /// I/O beyond resolving the `require_header` secret.
 struct RequestPolicy: Sendable {
     private struct AllowedHost: Sendable, Equatable {

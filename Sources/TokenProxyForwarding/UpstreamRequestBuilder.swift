@@ -3,14 +3,14 @@ import TokenProxyHTTP
 import TokenProxyUpstream
 
 /// Builds ``UpstreamRequest``s: hop-by-hop removal, `X-Forwarded-*`, Host, the route's
-/// header edits and the credential (`docs/upstream.md`, "Request headers").
+/// header edits and the credential (`docs/reference/upstream.md`, "Request headers").
 enum UpstreamRequestBuilder {
     /// The `X-Forwarded-*` fields, set anew for this hop.
     static let forwarded = HeaderNameSet(["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"])
 
     /// Fields that front proxies set to tell an upstream which path was really asked for, and
     /// that IIS, Symfony, Zend and Spring route by: from a client they would move the request
-    /// out of the route's base path (`docs/http-behaviour.md`, "A route's base path is a
+    /// out of the route's base path (`docs/reference/http-behaviour.md`, "A route's base path is a
     /// boundary"), so they are never forwarded.
     static let pathOverrides = HeaderNameSet([
         "x-original-url", "x-rewrite-url", "x-original-uri", "x-override-url", "x-forwarded-prefix",

@@ -2,7 +2,8 @@ import Foundation
 import TokenProxySupport
 
 /// Renders a ``ProxyError`` as the response the proxy sends: the single place where an error
-/// becomes a status line, a JSON body and the `X-Tokenproxy-Error` header (`docs/architecture.md`, "Errors").
+/// becomes a status line, a JSON body and the `X-Tokenproxy-Error` header
+/// (`docs/contributing/architecture.md`, "Errors").
 package enum ErrorResponse {
     /// The header naming the error code on every response the proxy produces itself.
     static let errorHeaderName = "X-Tokenproxy-Error"
@@ -40,7 +41,7 @@ package enum ErrorResponse {
         return response
     }
 
-    /// The access-log fields of an answer to `error` (`docs/operations.md`, "Logs"): `error`,
+    /// The access-log fields of an answer to `error` (`docs/reference/log-fields.md`): `error`,
     /// its code, always; `reason`, its message, for a 502 or 504, where the code alone does not
     /// say which peer failed how. The message is the one the client's body carries, so it
     /// holds no secret; the log handler escapes its control characters.

@@ -6,7 +6,7 @@
 ///
 /// The fields live as bytes in one buffer, each field two ranges into it, so that reading a
 /// head, dropping fields from it and writing it out again makes no String per field: a name
-/// or value becomes a String only when it is asked for (`docs/architecture.md`, "Header
+/// or value becomes a String only when it is asked for (`docs/contributing/architecture.md`, "Header
 /// fields as bytes").
 package struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// One header field, as Strings.

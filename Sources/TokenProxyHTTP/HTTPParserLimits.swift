@@ -1,4 +1,4 @@
-/// The size limits the request parser enforces (`docs/configuration.md`, "Limits").
+/// The size limits the request parser enforces (`docs/reference/configuration.md`, "Limits").
 package struct HTTPParserLimits: Sendable, Equatable {
     /// Longest request line, CRLF excluded (→ 414).
     package var maxRequestLineBytes: Int
@@ -9,7 +9,7 @@ package struct HTTPParserLimits: Sendable, Equatable {
     /// Most chunk-extension bytes over one request body (→ 400).
     package var maxChunkExtensionBytes: Int
 
-    /// Creates limits; the defaults are those of `docs/configuration.md`, "Limits".
+    /// Creates limits; the defaults are those of `docs/reference/configuration.md`, "Limits".
     package init(
         maxRequestLineBytes: Int = 8192,
         maxHeaderBytes: Int = 65536,

@@ -9,7 +9,7 @@ import TokenProxySupport
 /// answered strictly in order. After ``Outcome/failed(_:)`` it stays failed: the framing
 /// of the stream is lost and the connection must close.
 ///
-/// Anything ambiguous is rejected rather than repaired (`docs/http-behaviour.md`, "Parsing"): bare CR or LF,
+/// Anything ambiguous is rejected rather than repaired (`docs/reference/http-behaviour.md`, "Parsing"): bare CR or LF,
 /// obs-fold, whitespace before a colon, control characters in values, Content-Length with
 /// Transfer-Encoding, differing Content-Lengths, invalid chunk sizes.
 package struct HTTPRequestParser: Sendable {

@@ -2,7 +2,7 @@
 /// framing (RFC 9112 §6): `Content-Length` when the length is known, chunked for an
 /// HTTP/1.1 client otherwise, and end-of-connection for an HTTP/1.0 client.
 ///
-/// It is also where the announced framing is kept (`docs/upstream.md`, "Responses"): body
+/// It is also where the announced framing is kept (`docs/reference/upstream.md`, "Responses"): body
 /// bytes are counted against the `Content-Length` written in the head, bytes beyond it are
 /// never encoded, and ``isBodyComplete`` tells whether the body may be ended as complete.
 package struct ResponseEncoder: Sendable {

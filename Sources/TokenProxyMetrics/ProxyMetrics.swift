@@ -2,7 +2,7 @@ import CoreMetrics
 import Prometheus
 import Synchronization
 
-/// The proxy's metrics (`docs/operations.md` "Metrics"), recorded through swift-metrics into a
+/// The proxy's metrics (`docs/reference/metrics.md`), recorded through swift-metrics into a
 /// Prometheus registry of their own and exposed in the Prometheus text format.
 ///
 /// Each service holds one instance and hands the factory to swift-metrics explicitly, so the

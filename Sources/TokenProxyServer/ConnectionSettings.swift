@@ -13,7 +13,7 @@ package struct ConnectionSettings: Sendable {
     /// the buffer's edges with small answers.
     var outputHighMark = 256 * 1024
 
-    /// Creates settings; the defaults are those of `docs/configuration.md`, "Limits".
+    /// Creates settings; the defaults are those of `docs/reference/configuration.md`, "Limits".
     package init(
         parserLimits: HTTPParserLimits = HTTPParserLimits(),
         headerTimeout: Double = 10,

@@ -230,7 +230,7 @@ struct ConnectionStateMachine: Sendable {
     // MARK: Reading and writing the socket
 
     /// Whether the socket should be read now, as an action when that changes. Reading goes on
-    /// while the client is slow to take its answer (docs/architecture.md, "Reading goes on");
+    /// while the client is slow to take its answer (docs/contributing/architecture.md, "Reading goes on");
     /// it stops for a full input buffer (`inputBufferFull`), a paused request body with bytes
     /// to come, or the client's EOF. A lingering connection reads until the client closes.
     mutating func readInterest(inputBufferFull: Bool) -> Action {

@@ -2,7 +2,7 @@ import Foundation
 import TokenProxySupport
 
 /// The rule that keeps a forwarded path inside its route's upstream base path
-/// (`docs/http-behaviour.md`, "A route's base path is a boundary").
+/// (`docs/reference/http-behaviour.md`, "A route's base path is a boundary").
 ///
 /// Upstreams normalise paths in different ways before they route them: nginx decodes escapes
 /// and merges slashes, Tomcat and Spring drop `;` path parameters, IIS and Windows treat `\`

@@ -12,7 +12,7 @@ import TokenProxySupport
 /// Every libcurl call on the multi handle and its easy handles happens on this thread; the
 /// transfers' callbacks run there too and hand data to client connections through their
 /// queues. Connections to upstreams are cached by the multi handle and reused across client
-/// requests; HTTP/2 is negotiated by ALPN and multiplexed. `docs/architecture.md` explains
+/// requests; HTTP/2 is negotiated by ALPN and multiplexed. `docs/contributing/architecture.md` explains
 /// why this design was kept over two others that were measured.
 ///
 /// `@unchecked Sendable`: the multi handle and `transfers` are touched only on the event

@@ -187,7 +187,7 @@ package final class CurlTransfer: @unchecked Sendable {
         set(easy.set(CURLOPT_ERRORBUFFER, pointer: buffer))
         set(easy.set(CURLOPT_URL, self.request.url))
         // Only the route's upstream, never redirects, never another protocol, never an
-        // environment proxy, and the path exactly as built (`docs/security.md`).
+        // environment proxy, and the path exactly as built (`docs/reference/security.md`).
         set(easy.set(CURLOPT_PROTOCOLS_STR, self.options.allowPlainHTTP ? "http,https" : "https"))
         set(easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "https"))
         set(easy.set(CURLOPT_FOLLOWLOCATION, 0))

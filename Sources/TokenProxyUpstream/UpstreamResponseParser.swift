@@ -3,7 +3,7 @@ import TokenProxyHTTP
 /// Assembles the upstream's response head from the header lines libcurl hands over, and
 /// turns it into the head sent to the client: hop-by-hop fields removed, the length kept,
 /// and a `Location` on the upstream's own origin rewritten to the proxy's path
-/// (`docs/upstream.md`, "Responses"). Pure: no I/O.
+/// (`docs/reference/upstream.md`, "Responses"). Pure: no I/O.
 struct UpstreamResponseParser: Sendable {
     /// Fields never relayed to the client (RFC 9110 §7.6.1), plus the framing the client
     /// connection recomputes.

@@ -124,7 +124,7 @@ extension LoginCommand {
     /// The login's whole allowance: `--timeout`, else 300 seconds.
     private var seconds: Double { self.timeout ?? 300 }
 
-    /// The OAuth 1.0a login (docs/oauth1.md, "Signing in"): with the loopback callback, out
+    /// The OAuth 1.0a login (docs/guide/oauth1.md, "Signing in"): with the loopback callback, out
     /// of band, or the out-of-band login's second step. Nil when an out-of-band login waits
     /// for `--verifier`.
     private func oauth1(

@@ -96,7 +96,7 @@ struct ServeCommand: ParsableCommand {
     }
 }
 
-/// SIGTERM/SIGINT drain and exit; SIGHUP reloads the config (`docs/operations.md`).
+/// SIGTERM/SIGINT drain and exit; SIGHUP reloads the config (`docs/reference/cli.md`, "Signals").
 enum SignalHandling {
     nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
 

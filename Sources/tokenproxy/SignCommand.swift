@@ -2,7 +2,7 @@ import ArgumentParser
 import TokenProxyCredentials
 
 /// `tokenproxy sign PROVIDER METHOD URL`: shows how a request would be signed for an `oauth1`
-/// provider (docs/oauth1.md, "When a provider refuses the signature").
+/// provider (docs/guide/oauth1.md, "When a provider refuses the signature").
 struct SignCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sign",

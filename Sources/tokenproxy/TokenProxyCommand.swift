@@ -27,7 +27,8 @@ struct ConfigOption: ParsableArguments {
     }
 }
 
-/// Exit codes (README, "Signals and exit codes"): 0 success, 1 runtime failure, 2 usage or config error.
+/// Exit codes (`docs/reference/cli.md`, "Exit codes"): 0 success, 1 runtime failure, 2 configuration
+/// error; swift-argument-parser exits 64 (`EX_USAGE`) on a command-line usage error.
 enum ExitStatus {
     static let runtimeFailure = ExitCode(1)
     static let configError = ExitCode(2)

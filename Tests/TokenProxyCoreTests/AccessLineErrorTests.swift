@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Every answer the proxy makes itself names its error code in the access line, and a 502 or
-/// 504 its reason (`docs/operations.md`, "Logs").
+/// 504 its reason (`docs/reference/log-fields.md`).
 struct AccessLineErrorTests {
     /// The access line of the request for `path`, once written.
     private func accessLine(for path: String, in logs: CapturedLogs) -> [String: String]? {

@@ -6,7 +6,7 @@ import Testing
 @testable import TokenProxyServer
 
 /// The client connection writes exactly the body its head announced, whatever its producer
-/// does (`docs/upstream.md`, "Responses").
+/// does (`docs/reference/upstream.md`, "Responses").
 struct AnnouncedFramingTests {
     @Test func bytesBeyondTheAnnouncedLengthAreNotWritten() throws {
         let handler = MisframingHandler(announced: 5, sent: "hello" + smuggledAnswer)

@@ -5,7 +5,7 @@ import Testing
 @testable import TokenProxyCredentials
 @testable import TokenProxySupport
 
-/// The deadline thread and the ends it puts to token waits (`docs/security.md`, "Hostile
+/// The deadline thread and the ends it puts to token waits (`docs/reference/security.md`, "Hostile
 /// timing").
 struct DeadlineTests {
     @Test func actionsRunInTheOrderOfTheirDeadlinesHoweverTheyWereScheduled() {

@@ -3,7 +3,7 @@ import Testing
 
 @testable import TokenProxySupport
 
-/// `tokenproxy serve` started under a low `RLIMIT_NOFILE` (`docs/http-behaviour.md`,
+/// `tokenproxy serve` started under a low `RLIMIT_NOFILE` (`docs/reference/http-behaviour.md`,
 /// "Descriptors").
 @Suite struct DescriptorExhaustionTests {
     /// Starts `serve` through `prlimit --nofile=soft:hard`, routing `/api` to `upstream`.

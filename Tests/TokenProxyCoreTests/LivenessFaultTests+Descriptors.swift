@@ -40,7 +40,7 @@ struct Abandonment: Sendable, CustomTestStringConvertible {
 extension LivenessFaultTests {
     /// The same faults against `tokenproxy serve` as a process of its own, whose open
     /// descriptors can be counted: a failed exchange frees everything it held, whether its
-    /// deadline ended it or its client went away (`docs/security.md`, "A client of the proxy").
+    /// deadline ended it or its client went away (`docs/reference/security.md`, "A client of the proxy").
     @Suite struct Descriptors {
         /// A proxy process in front of `peers` whose token endpoint and upstream have been
         /// used once, with its settled descriptor count.

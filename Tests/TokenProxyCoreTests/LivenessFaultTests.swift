@@ -112,7 +112,7 @@ struct PeerFault: Sendable, CustomTestStringConvertible {
     }
 }
 
-/// A peer's fault never becomes the proxy's (`docs/security.md`, "A hostile or broken token
+/// A peer's fault never becomes the proxy's (`docs/reference/security.md`, "A hostile or broken token
 /// endpoint", "A hostile or broken upstream"): whatever a token endpoint or an upstream does,
 /// every request is answered within the limits, with the answer that names the fault; a
 /// token endpoint's fault costs one token request however many requests wait, and none while

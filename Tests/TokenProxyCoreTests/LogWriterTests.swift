@@ -121,7 +121,7 @@ private func appendOnAThread(_ writer: LogWriter, count: Int, width: Int) -> Boo
         #expect(numbers.elementsEqual(0..<lines), "lines lost or out of order")
     }
 
-    /// docs/operations.md "Logs": Elastic Common Schema names, numbers as numbers, flags as
+    /// docs/reference/log-fields.md: Elastic Common Schema names, numbers as numbers, flags as
     /// booleans, other keys under `tokenproxy.`.
     @Test func jsonLinesCarryTheEventAndItsMetadata() throws {
         let pipe = try LogPipe()

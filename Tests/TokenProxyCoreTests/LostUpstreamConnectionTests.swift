@@ -7,7 +7,7 @@ import Testing
 @testable import TokenProxyMetrics
 
 /// A request sent on a kept-alive upstream connection that the upstream resets before
-/// answering (`docs/upstream.md`, "A reused connection that fails"): an idempotent one is
+/// answering (`docs/reference/upstream.md`, "A reused connection that fails"): an idempotent one is
 /// sent again once on a new connection; a POST, or a request whose connection was new, is
 /// answered 502 `upstream_unreachable`.
 struct LostUpstreamConnectionTests {

@@ -97,7 +97,7 @@ private let malformedCases: [MalformedCase] = [
     .init("absolute-form with userinfo", "GET http://user@localhost/ HTTP/1.1\r\n\(ok)\r\n"),
     .init("absolute-form with another scheme", "GET ftp://localhost/ HTTP/1.1\r\n\(ok)\r\n"),
     .init("HTTP/2 on an HTTP/1 port", "GET / HTTP/2.0\r\n\(ok)\r\n", 505),
-    // Limits (`docs/configuration.md`, "Limits").
+    // Limits (`docs/reference/configuration.md`, "Limits").
     .init("request line too long", "GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\n\(ok)\r\n", 414),
     .init(
         "header too large",
@@ -105,7 +105,7 @@ private let malformedCases: [MalformedCase] = [
         431
     ),
     .init("too many headers", "GET / HTTP/1.1\r\n\(ok)" + (0..<101).map { "X-\($0): v\r\n" }.joined() + "\r\n", 431),
-    // Policy checks whose failure is a 400 (`docs/security.md`).
+    // Policy checks whose failure is a 400 (`docs/reference/security.md`).
     .init("two Authorization headers", "GET / HTTP/1.1\r\n\(ok)Authorization: a\r\nAuthorization: b\r\n\r\n"),
     // Chunked bodies (RFC 9112 §7.1), seen by a handler that reads the body.
     .init("chunk size not hex", chunked("zz\r\nhello\r\n0\r\n\r\n"), 400, .bodyReader),

@@ -3,7 +3,7 @@ import Testing
 
 @testable import TokenProxyMetrics
 
-/// `metrics` (docs/operations.md "Metrics"): the series move with the traffic, the output is
+/// `metrics` (docs/reference/metrics.md): the series move with the traffic, the output is
 /// strict Prometheus text that `promtool` accepts and a real Prometheus server scrapes, and no
 /// request can create a series.
 struct MetricsTests {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import TokenProxyCredentials
 
-/// What an `oauth1` route does with a provider's 401 (`docs/oauth1.md`).
+/// What an `oauth1` route does with a provider's 401 (`docs/guide/oauth1.md`).
 struct OAuth1ProblemTests {
     private static let provider = """
         {"grant": "oauth1", "consumer_key": "ck", "consumer_secret": "cs", "token": "tk", "token_secret": "ts"}

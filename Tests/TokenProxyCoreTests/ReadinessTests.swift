@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// `readyz` (docs/operations.md "Probes") over real sockets, with the provider's token endpoint
+/// `readyz` (docs/reference/admin-endpoints.md "Probes") over real sockets, with the provider's token endpoint
 /// at a fake authorization server whose requests are counted.
 struct ReadinessTests {
     private struct Answer {

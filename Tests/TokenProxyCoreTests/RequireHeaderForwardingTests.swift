@@ -4,7 +4,7 @@ import Testing
 @testable import TokenProxyForwarding
 
 /// The `require_header` secret is the proxy's own: it gates requests and never reaches an
-/// upstream (`docs/upstream.md`, "Request headers").
+/// upstream (`docs/reference/upstream.md`, "Request headers").
 struct RequireHeaderForwardingTests {
     private static let secret = "gate-secret-4f1c"
 

@@ -11,7 +11,7 @@ import Testing
 #endif
 
 /// A secret file changed while the proxy runs: a read never waits on what replaced it, and
-/// the ownership and mode rules (`docs/security.md`, "Secret files") hold at every read, not
+/// the ownership and mode rules (`docs/reference/security.md`, "Secret files") hold at every read, not
 /// only at start-up. These tests run as root, as CI runs them; "another user" is uid 65534.
 @Suite struct SecretFileLivenessTests {
     /// The uid that stands for another user of the machine.

@@ -79,7 +79,7 @@ import Testing
         #expect(!errors.raw.contains("serve-s3cret"))
     }
 
-    /// `docs/security.md`: the credential goes to the route's upstream and nowhere else, so
+    /// `docs/reference/security.md`: the credential goes to the route's upstream and nowhere else, so
     /// the proxy variables libcurl would otherwise honour (`http_proxy`, `all_proxy`, ...) are
     /// ignored, with nothing in `no_proxy` to exempt the upstream.
     @Test func environmentProxyVariablesAreIgnored() throws {
@@ -125,7 +125,7 @@ import Testing
         return (process.terminationStatus, errors.raw)
     }
 
-    /// Every line is one JSON object with the documented fields (docs/operations.md "Logs").
+    /// Every line is one JSON object with the documented fields (docs/reference/log-fields.md).
     private func objects(_ text: String) throws -> [[String: Any]] {
         try text.split(separator: "\n").map { line in
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]

@@ -5,7 +5,7 @@ import Testing
 @testable import TokenProxySupport
 
 /// Peer text reaches a text output with its control characters made visible
-/// (`docs/operations.md`, "Logs").
+/// (`docs/reference/log-fields.md`).
 struct TextEscapingTests {
     @Test(arguments: [
         ("plain text", "plain text"), ("", ""), ("line\nforged", #"line\nforged"#), ("a\r\nb", #"a\r\nb"#),

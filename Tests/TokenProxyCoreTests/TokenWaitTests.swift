@@ -3,7 +3,7 @@ import Testing
 
 @testable import TokenProxyCredentials
 
-/// The ends of a request's wait for its token (`docs/security.md`, "Hostile timing"): the
+/// The ends of a request's wait for its token (`docs/reference/security.md`, "Hostile timing"): the
 /// request's own wait, the token request's whole life, the store's changes seen by a running
 /// proxy, and what a missing secret says.
 struct TokenWaitTests {

@@ -4,7 +4,7 @@
 #
 # TOKENPROXY_HEALTH_ADDR (host:port or [v6]:port, default 127.0.0.1:8080) and TOKENPROXY_HEALTH_PATH (default
 # /_tokenproxy/healthz) follow the config: with `admin.listen` set to 0.0.0.0:9090, use
-# 127.0.0.1:9090 and /healthz. Probes skip the Host checks, so any Host works (docs/http-behaviour.md).
+# 127.0.0.1:9090 and /healthz. Probes skip the Host checks, so any Host works (docs/reference/http-behaviour.md).
 set -u
 address="${TOKENPROXY_HEALTH_ADDR:-127.0.0.1:8080}"
 path="${TOKENPROXY_HEALTH_PATH:-/_tokenproxy/healthz}"

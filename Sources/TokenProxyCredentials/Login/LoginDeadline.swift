@@ -5,7 +5,7 @@ import TokenProxySupport
 /// the wait for the browser, the person or the device approval, and the store's lock. A
 /// request gets the shorter of its own limit and what is left, and the login's thread never
 /// waits past the deadline, whatever a peer does; past it the login fails with
-/// ``LoginError/Code/timedOut`` naming the step it was in (`docs/logins.md`). A logout's
+/// ``LoginError/Code/timedOut`` naming the step it was in (`docs/guide/logins.md`). A logout's
 /// discovery and revocations share one too (`limits.token_request_seconds`).
 struct LoginDeadline: Sendable {
     /// When the login gives up.

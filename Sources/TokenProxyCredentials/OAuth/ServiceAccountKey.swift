@@ -16,7 +16,7 @@ struct ServiceAccountKey: Sendable, Decodable {
     }
 
     /// Reads and decodes the key file under the secret-file rules (non-blocking, bounded,
-    /// owner and mode checked at every read: `docs/security.md`); the error never contains
+    /// owner and mode checked at every read: `docs/reference/security.md`); the error never contains
     /// the key.
     static func load(_ path: String) throws(ConfigurationError) -> ServiceAccountKey {
         let data: Data

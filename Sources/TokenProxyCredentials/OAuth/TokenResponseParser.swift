@@ -1,7 +1,7 @@
 import Foundation
 import TokenProxySupport
 
-/// Checks a token endpoint answer as `docs/security.md` says: an HTML page, truncated
+/// Checks a token endpoint answer as `docs/reference/security.md` says: an HTML page, truncated
 /// JSON, a missing `access_token`, a token a header cannot carry (``TokenSyntax``), an unknown
 /// `token_type` or an absurd `expires_in` is a failure, so nothing wrong is ever cached or
 /// persisted.

@@ -6,7 +6,7 @@ import TokenProxySupport
 
 /// The credential of an `oauth1` provider (RFC 5849): every forwarded request is signed with
 /// the consumer key and secret and the access token and its secret, with a fresh nonce and
-/// timestamp each time (`docs/oauth1.md`). Secrets are read when used, so a rotated file or
+/// timestamp each time (`docs/guide/oauth1.md`). Secrets are read when used, so a rotated file or
 /// variable takes effect at the next request.
 ///
 /// The token pair is the configured `token` and `token_secret`, or the one `tokenproxy login`

@@ -3,7 +3,7 @@ import TokenProxySupport
 
 /// What `tokenproxy sign` prints: how the proxy would sign one request for an `oauth1`
 /// provider, so that it can be compared with a provider's documented example
-/// (`docs/oauth1.md`). No secret is part of it: the base string and the parameters never
+/// (`docs/guide/oauth1.md`). No secret is part of it: the base string and the parameters never
 /// hold one, and the signature (which for PLAINTEXT is the secrets themselves) is only
 /// given when asked for.
 package struct OAuth1Diagnostics: Sendable {

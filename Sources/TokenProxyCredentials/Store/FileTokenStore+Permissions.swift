@@ -10,7 +10,7 @@ import TokenProxySupport
 #endif
 
 extension FileTokenStore {
-    /// The start-up check (RFC 6819 §5.3.3, `docs/token-store.md`): the store file, when it
+    /// The start-up check (RFC 6819 §5.3.3, `docs/reference/token-store.md`): the store file, when it
     /// exists, is a regular file of this user's that group and others cannot open; its
     /// directory, when it exists, belongs to this user and is closed to group and others
     /// (another owner, or a group member, could swap the file or roll it back). A missing file

@@ -10,8 +10,8 @@ import TokenProxySupport
     import Darwin
 #endif
 
-/// The token store in one JSON file (`docs/token-store.md`), optionally
-/// encrypted with AES-256-GCM; the format is described in `docs/token-store.md`.
+/// The token store in one JSON file (`docs/reference/token-store.md`), optionally
+/// encrypted with AES-256-GCM; the format is described in `docs/reference/token-store.md`.
 ///
 /// Processes (and threads) sharing the file coordinate with flock(2) on `PATH.lock`: reads
 /// hold it shared, updates exclusive across their re-read, change and write, so no update

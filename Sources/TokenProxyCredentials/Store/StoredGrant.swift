@@ -1,6 +1,6 @@
 import Foundation
 
-/// What the token store keeps for one provider (`docs/token-store.md`): the tokens, when the
+/// What the token store keeps for one provider (`docs/reference/token-store.md`): the tokens, when the
 /// access token expires on the wall clock, and the last failure for `tokenproxy status`.
 package struct StoredGrant: Codable, Sendable, Equatable {
     /// The access token, when one was obtained.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Where tokens are kept between runs and shared between processes (`docs/token-store.md`,
+/// Where tokens are kept between runs and shared between processes (`docs/reference/token-store.md`,
 /// "Behaviour" 5 and 7).
 ///
 /// Every change is a read-modify-write under the store's lock, so two processes sharing

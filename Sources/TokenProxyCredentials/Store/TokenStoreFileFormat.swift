@@ -1,6 +1,6 @@
 import Foundation
 
-/// The bytes of a token store file, version 1 (see `docs/token-store.md`).
+/// The bytes of a token store file, version 1 (see `docs/reference/token-store.md`).
 ///
 /// Plain: `{"version": 1, "grants": {...}, "pending_revocations": [...]}`, dates as seconds
 /// since 1970. Encrypted: `{"version": 1, "encryption": {"algorithm": "AES-256-GCM", "kdf":

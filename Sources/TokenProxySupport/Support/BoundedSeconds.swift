@@ -3,7 +3,7 @@ import Foundation
 /// Numbers of seconds that come from outside the process (a peer's header or JSON, the token
 /// store file, a command's output): read strictly, and turned into a `Duration` only once
 /// finite and clamped, so no value a peer sends can overflow a conversion.
-/// See `docs/security.md` for the bounds each source gets.
+/// See `docs/reference/security.md` for the bounds each source gets.
 package enum BoundedSeconds {
     /// The longest duration ever made from an outside number: ten years. Longer lifetimes
     /// are refused where they are parsed; this bound keeps every conversion finite.

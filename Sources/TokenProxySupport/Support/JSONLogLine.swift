@@ -7,7 +7,7 @@ import Logging
 #endif
 
 /// One JSON log line with Elastic Common Schema (ECS) field names, as `--log-format json`
-/// writes it (`docs/operations.md` "Logs").
+/// writes it (`docs/reference/log-fields.md`).
 ///
 /// Metadata keys the proxy uses are renamed to their ECS fields (`status` becomes
 /// `http.response.status_code`, `duration_ms` becomes `event.duration` in nanoseconds...);

@@ -1,8 +1,8 @@
 /// An error the proxy answers a client with itself, rather than relaying an upstream's answer.
 ///
 /// Every such error has a stable machine-readable ``code`` (the `error` member of the JSON
-/// body and the `X-Tokenproxy-Error` header, `docs/architecture.md`, "Errors"), a human-readable message
-/// and, where known, the route and provider it concerns. Mapping a code to its HTTP status
+/// body and the `X-Tokenproxy-Error` header, `docs/contributing/architecture.md`, "Errors"), a
+/// human-readable message and, where known, the route and provider it concerns. Mapping a code to its HTTP status
 /// happens only in ``ProxyError/Code/status``; rendering the body only in ``ErrorResponse``.
 package struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible, ErrorCodeFamily {
     /// A stable code of this family (``ErrorCode``).
@@ -107,7 +107,7 @@ extension ErrorCode where Family == ProxyError {
     }
 
     /// Whether the request's framing may be in doubt after this error, so the connection
-    /// must close once the answer is sent (400, 408, 413, 414, 431: `docs/http-behaviour.md`).
+    /// must close once the answer is sent (400, 408, 413, 414, 431: `docs/reference/http-behaviour.md`).
     package var closesConnection: Bool {
         switch self.base {
         case .badRequest, .requestTimeout, .uriTooLong, .headersTooLarge, .versionNotSupported,

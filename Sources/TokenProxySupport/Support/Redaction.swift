@@ -3,7 +3,7 @@ import Foundation
 /// Keeping the secrets a request carried out of what is made from its answer: some
 /// authorization servers repeat a refused refresh token, a code or the request's own
 /// Authorization header in `error_description`, and that text reaches error bodies, logs,
-/// `tokenproxy status` and the login page (`docs/security.md`).
+/// `tokenproxy status` and the login page (`docs/reference/security.md`).
 ///
 /// A secret is taken out in every form a server may echo it in: as sent, form-encoded
 /// (`+` for a space), percent-encoded, JSON-escaped and base64-encoded (HTTP Basic carries

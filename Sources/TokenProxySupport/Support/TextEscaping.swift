@@ -1,6 +1,6 @@
 /// Control characters made visible, for every place text leaves the process as text: the
 /// text log format, the command line's messages, `status`'s table, error messages that
-/// quote a peer (`docs/operations.md`, "Logs").
+/// quote a peer (`docs/reference/log-fields.md`).
 ///
 /// A token endpoint's `error_description`, an upstream's reason or a callback's query is a
 /// peer's text: a raw line feed in it would start a forged log line, and an escape sequence

@@ -7,7 +7,7 @@ import Synchronization
 #endif
 
 /// The process's descriptor limit (`RLIMIT_NOFILE`) and the headroom the proxy keeps below
-/// it (`docs/http-behaviour.md`, "Descriptors").
+/// it (`docs/reference/http-behaviour.md`, "Descriptors").
 ///
 /// A new descriptor takes the lowest free number, and `EMFILE` comes when no number below the
 /// limit is free; so a descriptor numbered high shows that the table is nearly full. The

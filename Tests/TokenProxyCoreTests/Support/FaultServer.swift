@@ -6,7 +6,8 @@ import Synchronization
 #endif
 
 /// A plain HTTP server on loopback that misbehaves on purpose, for the proxy's liveness
-/// (`docs/security.md`, "A hostile or broken token endpoint"): what it does with each connection is a ``Fault``
+/// (`docs/reference/security.md`, "A hostile or broken token endpoint"): what it does with each
+/// connection is a ``Fault``
 /// that can be switched while the proxy runs, so a test can break a token endpoint or an
 /// upstream and then heal it. Each connection carries one request and is served on a thread
 /// of its own; ``stop()`` (or deinit) shuts every socket down and waits for those threads.
