@@ -1,5 +1,5 @@
-import Dispatch
 import Logging
+import Synchronization
 import TokenProxyConfiguration
 import TokenProxyForwarding
 import TokenProxyHTTP
@@ -118,15 +118,18 @@ package final class ProxyService: Sendable {
     /// every connection closed, or with `false` when `timeout` seconds passed first.
     package func drain(timeout: Double, completion: @escaping @Sendable (Bool) -> Void) {
         let once = OnceFlag()
-        let group = DispatchGroup()
-        for server in [self.server] + (self.adminServer.map { [$0] } ?? []) {
-            group.enter()
-            server.drain { group.leave() }
+        let servers = [self.server] + (self.adminServer.map { [$0] } ?? [])
+        let open = Mutex(servers.count)
+        for server in servers {
+            server.drain {
+                let last = open.withLock { count -> Bool in
+                    count -= 1
+                    return count == 0
+                }
+                if last, once.claim() { completion(true) }
+            }
         }
-        group.notify(queue: .global()) {
-            if once.claim() { completion(true) }
-        }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+        DeadlineScheduler.shared.schedule(at: .now + BoundedSeconds.duration(timeout)) {
             if once.claim() { completion(false) }
         }
     }

@@ -85,9 +85,12 @@ final class Listener: @unchecked Sendable {
         guard !self.paused else { return }
         self.paused = true
         self.source.suspend()
-        self.queue.asyncAfter(deadline: .now() + Self.pauseSeconds) { [self] in
-            self.paused = false
-            self.source.resume()
+        // The deadline thread needs no descriptor, which this pause is for the lack of.
+        DeadlineScheduler.shared.schedule(at: .now + .seconds(Self.pauseSeconds)) { [self] in
+            self.queue.async {
+                self.paused = false
+                self.source.resume()
+            }
         }
     }
 
