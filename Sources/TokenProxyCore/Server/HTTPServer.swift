@@ -16,7 +16,7 @@ import Synchronization
 /// stays single-threaded.
 package final class HTTPServer: Sendable {
     private struct Registry {
-        var connections: [ObjectIdentifier: QueueBound<HTTPConnection>] = [:]
+        var connections: [ObjectIdentifier: QueueBound<HTTPConnection<SocketTransport>>] = [:]
         var listeners: [Listener] = []
         var draining = false
         var drainCompletions: [@Sendable () -> Void] = []
@@ -90,7 +90,7 @@ package final class HTTPServer: Sendable {
             return
         }
         let connection = HTTPConnection(
-            descriptor: descriptor,
+            transport: SocketTransport(descriptor: descriptor, queue: context.queue),
             remoteAddress: peer,
             context: context,
             settings: self.settings,
@@ -116,7 +116,7 @@ package final class HTTPServer: Sendable {
         Glibc.close(descriptor)
     }
 
-    private func closed(_ connection: HTTPConnection) {
+    private func closed(_ connection: HTTPConnection<SocketTransport>) {
         let completions = self.registry.withLock { registry -> [@Sendable () -> Void] in
             registry.connections[ObjectIdentifier(connection)] = nil
             guard registry.draining, registry.connections.isEmpty else { return [] }
