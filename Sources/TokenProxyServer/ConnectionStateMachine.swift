@@ -300,6 +300,11 @@ struct ConnectionStateMachine: Sendable {
         case .awaitingHead(partial: true):
             self.state = .closing
             return .respondTimeoutAndClose
+        case .awaitingHead(partial: false) where self.isWaitingForWritable:
+            // The last answer is still going out to a client that takes it slowly (the send
+            // deadline bounds a client that takes nothing): the connection is not idle, so
+            // its idle time starts again rather than cutting the answer short.
+            return .arm(.idle)
         case .awaitingHead(partial: false):
             // Nothing was sent: close quietly, as after any idle keep-alive connection.
             self.state = .closed

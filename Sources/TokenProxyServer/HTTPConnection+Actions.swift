@@ -1,14 +1,8 @@
 import Dispatch
 import TokenProxySupport
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
-
-/// Carrying out ``ConnectionStateMachine``'s actions: the Dispatch sources, the deadlines'
-/// instants on the one timer source, the lingering close and the close.
+/// Carrying out ``ConnectionStateMachine``'s actions: the transport's readiness reports, the
+/// deadlines' instants on its one timer, the lingering close and the close.
 extension HTTPConnection {
     /// Carries out one action of the state machine.
     func perform(_ action: ConnectionStateMachine.Action) {
@@ -49,17 +43,17 @@ extension HTTPConnection {
             self.batching = false
             self.flush()
         case .resumeReading:
-            self.readSource.resume()
+            self.transport.resumeReading()
         case .pauseReading:
-            self.readSource.suspend()
+            self.transport.suspendReading()
         case .waitForWritable:
             self.armSendDeadline()
-            self.writeSource.resume()
+            self.transport.resumeWaitingForWritable()
         case .armSendDeadline:
             self.armSendDeadline()
         case .stopWaitingForWritable:
             _ = self.deadlines.setSend(nil)
-            self.writeSource.suspend()
+            self.transport.suspendWaitingForWritable()
         case .beginLingeringClose(let stopWaitingForWritable):
             if stopWaitingForWritable {
                 self.perform(.stopWaitingForWritable)
@@ -97,26 +91,26 @@ extension HTTPConnection {
             _ = self.deadlines.setInput(nil)
             return
         }
-        self.reschedule(self.deadlines.setInput(.now() + seconds))
+        self.reschedule(self.deadlines.setInput(self.transport.now + seconds))
     }
 
     /// A client that takes no byte of its answer for the idle time is dropped (nginx's
     /// `send_timeout`): otherwise it would hold the connection, and in the proxy an upstream
     /// transfer, for as long as it likes; it also bounds any wait for a writable event.
     private func armSendDeadline() {
-        self.reschedule(self.deadlines.setSend(.now() + self.settings.idleTimeout))
+        self.reschedule(self.deadlines.setSend(self.transport.now + self.settings.idleTimeout))
     }
 
     private func reschedule(_ fire: DispatchTime?) {
         if let fire {
-            self.timer.schedule(deadline: fire)
+            self.transport.scheduleTimer(at: fire)
         }
     }
 
-    /// The timer source fired: the deadline that passed, if any, becomes an event.
+    /// The transport's timer fired: the deadline that passed, if any, becomes an event.
     func timerFired() {
         guard !self.lifecycle.isClosed else { return }
-        let (expired, fire) = self.deadlines.fired(now: .now())
+        let (expired, fire) = self.deadlines.fired(now: self.transport.now)
         self.reschedule(fire)
         switch expired {
         case nil: break
@@ -132,27 +126,22 @@ extension HTTPConnection {
     /// that unread request bytes do not make the kernel reset the connection and destroy
     /// the response the client has not read yet.
     private func beginLingeringClose() {
-        shutdown(self.descriptor, Int32(SHUT_WR))
-        self.reschedule(self.deadlines.setLinger(.now() + Self.lingerSeconds))
+        self.transport.shutdownOutput()
+        self.reschedule(self.deadlines.setLinger(self.transport.now + Self.lingerSeconds))
         self.updateReadInterest()
     }
 
-    /// Ends the active exchange and cancels the sources; the descriptor closes once both
-    /// cancel handlers ran. A suspended source is resumed first, as Dispatch requires.
+    /// Ends the active exchange and closes the transport, which reports when it released
+    /// the stream (for a socket: once both Dispatch sources' cancel handlers ran).
     private func closeNow() {
         if let exchange = self.current {
             self.current = nil
             exchange.connectionClosed()
         }
-        self.timer.cancel()
-        if !self.lifecycle.isReading {
-            self.readSource.resume()
-        }
-        if !self.lifecycle.isWaitingForWritable {
-            self.writeSource.resume()
-        }
-        self.readSource.cancel()
-        self.writeSource.cancel()
+        self.transport.close(
+            readingSuspended: !self.lifecycle.isReading,
+            waitingForWritable: self.lifecycle.isWaitingForWritable
+        )
         self.input.removeAll()
         self.output.removeAll()
     }

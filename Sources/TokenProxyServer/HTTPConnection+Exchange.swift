@@ -1,7 +1,7 @@
 import TokenProxyHTTP
 
 /// What an ``HTTPExchange`` asks of its connection: the request body, and writing the response.
-extension HTTPConnection {
+extension HTTPConnection: HTTPExchangeConnection {
     /// The exchange's handler asked for the request body.
     func exchangeReadBody(_ exchange: HTTPExchange) {
         guard exchange === self.current else { return }
@@ -46,7 +46,7 @@ extension HTTPConnection {
     /// Writes body bytes within the framing the head announced: bytes past an announced
     /// `Content-Length` are never written, and the exchange is aborted instead (the client's
     /// next read would otherwise take them for a response of its own).
-    func exchangeSendBody(_ exchange: HTTPExchange, _ bytes: some Collection<UInt8>) {
+    func exchangeSendBody(_ exchange: HTTPExchange, _ bytes: UnsafeRawBufferPointer) {
         guard exchange === self.current else { return }
         if self.output.appending({ self.encoder.encodeBody(bytes, into: &$0) }) == .exceedsLength {
             exchange.abort()

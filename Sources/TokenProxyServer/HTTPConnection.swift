@@ -2,48 +2,34 @@ import Dispatch
 import TokenProxyHTTP
 import TokenProxySupport
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
-
 /// One client connection: reads and parses requests, hands each to the handler as an
-/// ``HTTPExchange``, and writes responses, all in one ``SerialContext``: its Dispatch
-/// sources run on the context's queue holding its gate, and other threads reach the
-/// connection only through the context.
+/// ``HTTPExchange``, and writes responses, all in one ``SerialContext``: its transport's
+/// events run holding the context's gate, and other threads reach the connection only
+/// through the context.
 ///
-/// The connection is the I/O side of ``ConnectionStateMachine``: it reads and writes the
-/// socket, runs the parser and the encoder, resumes and suspends the Dispatch sources, keeps
-/// the deadlines' instants, and closes, each when the state machine's actions say so. It
-/// keeps no protocol state of its own. A descriptor is closed only after both
-/// DispatchSources' cancel handlers have run.
-final class HTTPConnection {
+/// The connection is the I/O side of ``ConnectionStateMachine``: it reads and writes its
+/// transport, runs the parser and the encoder, resumes and suspends the readiness reports,
+/// keeps the deadlines' instants, and closes, each when the state machine's actions say so.
+/// It keeps no protocol state of its own. It is generic over the ``ConnectionTransport``
+/// under it: a socket (``SocketTransport``) in the server, an in-memory stream in tests.
+final class HTTPConnection<Transport: ConnectionTransport> {
     // The members below without `private` are shared with the extensions in
     // `HTTPConnection+Exchange.swift` and `HTTPConnection+Actions.swift`; nothing else uses them.
 
-    /// Input bytes buffered unparsed above which the socket is not read.
-    static let inputMark = 65536
+    /// Input bytes buffered unparsed above which the transport is not read.
+    static var inputMark: Int { 65536 }
     /// How long a closing connection reads what the client still sends.
-    static let lingerSeconds = 2.0
+    static var lingerSeconds: Double { 2.0 }
 
     /// The context the connection is confined to.
     let context: SerialContext
-    /// The client socket.
-    let descriptor: Int32
+    /// The byte stream to the client, its readiness and the deadlines' timer.
+    let transport: Transport
     private let remoteAddress: String
     /// Deadlines, limits and buffer marks.
     let settings: ConnectionSettings
     private let handler: any HTTPExchangeHandler
     private let onClosed: (HTTPConnection) -> Void
-
-    /// Resumed while ``ConnectionStateMachine/isReading``.
-    let readSource: DispatchSourceRead
-    /// Resumed while ``ConnectionStateMachine/isWaitingForWritable``.
-    let writeSource: DispatchSourceWrite
-    /// The one timer source the deadlines share.
-    let timer: DispatchSourceTimer
-    private var pendingCancelHandlers = 2
 
     private var parser: HTTPRequestParser
     /// The connection's life; every decision is its.
@@ -53,7 +39,7 @@ final class HTTPConnection {
     /// The instants of the deadlines the state machine armed.
     var deadlines = ConnectionDeadlines()
     /// Bytes read and not yet consumed; consumed bytes are dropped past ``inputMark``.
-    var input = ByteQueue(compactionThreshold: HTTPConnection.inputMark)
+    var input: ByteQueue
     /// Bytes queued for the client and not yet written; written bytes are dropped when the
     /// output drains (not before, so a slow client costs no copying).
     var output = ByteQueue(compactionThreshold: .max)
@@ -65,47 +51,41 @@ final class HTTPConnection {
     /// Whether `process()` is on the call stack, so a finished exchange need not start it again.
     var processing = false
 
+    /// A connection over `transport`, confined to `context`; `onClosed` runs once the
+    /// transport was released.
     init(
-        descriptor: Int32,
+        transport: Transport,
         remoteAddress: String,
         context: SerialContext,
         settings: ConnectionSettings,
         handler: any HTTPExchangeHandler,
         onClosed: @escaping (HTTPConnection) -> Void
     ) {
-        self.descriptor = descriptor
+        self.transport = transport
         self.remoteAddress = remoteAddress
         self.context = context
         self.settings = settings
         self.handler = handler
         self.onClosed = onClosed
         self.parser = HTTPRequestParser(limits: settings.parserLimits)
-        self.readSource = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: context.queue)
-        self.writeSource = DispatchSource.makeWriteSource(fileDescriptor: descriptor, queue: context.queue)
-        self.timer = DispatchSource.makeTimerSource(queue: context.queue)
+        self.input = ByteQueue(compactionThreshold: Self.inputMark)
     }
 
-    /// Starts reading; must run in ``context``. The sources hold the connection strongly
-    /// until they are cancelled, which is what keeps it alive.
+    /// Starts reading; must run in ``context``. The transport holds the connection strongly
+    /// until it reported its close, which is what keeps it alive.
     func start() {
         precondition(self.context.isCurrent)
         let context = self.context
-        self.readSource.setEventHandler { [self] in context.run { self.readable() } }
-        self.writeSource.setEventHandler { [self] in context.run { self.writable() } }
-        self.timer.setEventHandler { [self] in context.run { self.timerFired() } }
-        let cancelled = { [self] in
+        self.transport.start { [self] event in
             context.run {
-                self.pendingCancelHandlers -= 1
-                if self.pendingCancelHandlers == 0 {
-                    Glibc.close(self.descriptor)
-                    self.onClosed(self)
+                switch event {
+                case .readable: self.readable()
+                case .writable: self.writable()
+                case .deadline: self.timerFired()
+                case .closed: self.onClosed(self)
                 }
             }
         }
-        self.readSource.setCancelHandler(handler: cancelled)
-        self.writeSource.setCancelHandler(handler: cancelled)
-        self.timer.schedule(deadline: .distantFuture)
-        self.timer.resume()
         self.perform(self.lifecycle.accepted())
         self.updateReadInterest()
     }
@@ -134,11 +114,7 @@ final class HTTPConnection {
     /// Reads once into the input buffer: the byte count, 0 at EOF, -1 when nothing was read.
     private func readIntoInput() -> Int {
         do {
-            return try Socket.readThroughThreadBuffer(self.descriptor) { outcome in
-                guard case .processed(let bytes) = outcome else { return -1 }
-                self.input.append(contentsOf: bytes)
-                return bytes.count
-            }
+            return try self.transport.read(into: &self.input)
         } catch {
             self.perform(self.lifecycle.failed())
             return -1
@@ -260,7 +236,7 @@ final class HTTPConnection {
 
     // MARK: Writing
 
-    /// Queues `bytes` and writes what the socket takes.
+    /// Queues `bytes` and writes what the transport takes.
     func enqueue(_ bytes: [UInt8]) {
         self.output.append(contentsOf: bytes)
         self.flush()
@@ -277,16 +253,14 @@ final class HTTPConnection {
         }
     }
 
-    /// Writes queued output until it drains or the socket would block, outside a batch.
+    /// Writes queued output until it drains or the transport would block, outside a batch.
     func flush() {
         guard !self.lifecycle.isClosed, !self.batching else { return }
         while !self.output.isEmpty {
             let result: IOResult<Int>
             do {
                 result = try self.output.withUnsafeReadableBytes { buffer throws(SystemError) in
-                    try syscall("write") {
-                        Glibc.send(self.descriptor, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
-                    }
+                    try self.transport.write(buffer)
                 }
             } catch {
                 self.perform(self.lifecycle.failed())
@@ -316,7 +290,7 @@ final class HTTPConnection {
         self.updateReadInterest()
     }
 
-    /// Reads the socket or stops, as the state machine decides for the input buffered.
+    /// Reads the transport or stops, as the state machine decides for the input buffered.
     func updateReadInterest() {
         let inputBufferFull = self.input.count >= Self.inputMark
         self.perform(self.lifecycle.readInterest(inputBufferFull: inputBufferFull))

@@ -33,7 +33,7 @@ package final class HTTPExchange {
     /// replay after a 401, a resend after a lost upstream connection).
     package var logFields: [String: String] = [:]
 
-    private weak var connection: HTTPConnection?
+    private weak var connection: (any HTTPExchangeConnection)?
     /// The handler's body callback; when it is called is the connection's state machine's
     /// decision.
     private var bodyHandler: ((RequestBodyEvent) -> Void)?
@@ -47,7 +47,12 @@ package final class HTTPExchange {
     /// Body bytes handed to ``sendBody(_:)``.
     package private(set) var responseBodyBytes = 0
 
-    init(head: HTTPRequestHead, remoteAddress: String, context: SerialContext, connection: HTTPConnection) {
+    init(
+        head: HTTPRequestHead,
+        remoteAddress: String,
+        context: SerialContext,
+        connection: any HTTPExchangeConnection
+    ) {
         self.head = head
         self.remoteAddress = remoteAddress
         self.context = context
@@ -99,7 +104,13 @@ package final class HTTPExchange {
         self.assertInContext()
         guard self.responseStarted, !self.isComplete else { return }
         self.responseBodyBytes += bytes.count
-        self.connection?.exchangeSendBody(self, bytes)
+        guard let connection = self.connection else { return }
+        let sent: Void? = bytes.withContiguousStorageIfAvailable { buffer in
+            connection.exchangeSendBody(self, UnsafeRawBufferPointer(buffer))
+        }
+        if sent == nil {
+            Array(bytes).withUnsafeBytes { connection.exchangeSendBody(self, $0) }
+        }
     }
 
     /// Ends the response. A body shorter than the `Content-Length` its head announced cannot
@@ -140,7 +151,7 @@ package final class HTTPExchange {
         if let connection = self.connection {
             connection.batch {
                 connection.exchangeSendHead(self, response.head, closeConnection: response.closeConnection)
-                connection.exchangeSendBody(self, response.body)
+                response.body.withUnsafeBytes { connection.exchangeSendBody(self, $0) }
                 connection.exchangeFinish(self)
             }
         }

@@ -19,7 +19,7 @@ import TokenProxySupport
 /// stays single-threaded.
 package final class HTTPServer: Sendable {
     private struct Registry {
-        var connections: [ObjectIdentifier: QueueBound<HTTPConnection>] = [:]
+        var connections: [ObjectIdentifier: QueueBound<HTTPConnection<SocketTransport>>] = [:]
         var listeners: [Listener] = []
         var draining = false
         var drainCompletions: [@Sendable () -> Void] = []
@@ -93,7 +93,7 @@ package final class HTTPServer: Sendable {
             return
         }
         let connection = HTTPConnection(
-            descriptor: descriptor,
+            transport: SocketTransport(descriptor: descriptor, queue: context.queue),
             remoteAddress: peer,
             context: context,
             settings: self.settings,
@@ -119,7 +119,7 @@ package final class HTTPServer: Sendable {
         Glibc.close(descriptor)
     }
 
-    private func closed(_ connection: HTTPConnection) {
+    private func closed(_ connection: HTTPConnection<SocketTransport>) {
         let completions = self.registry.withLock { registry -> [@Sendable () -> Void] in
             registry.connections[ObjectIdentifier(connection)] = nil
             guard registry.draining, registry.connections.isEmpty else { return [] }

@@ -41,6 +41,12 @@ package final class CurlEngine: @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     /// How many times the event thread went round its loop (tests: an idle engine sleeps).
     let turns = Atomic<Int>(0)
+    /// Whether the event thread waits (or is about to wait) in `curl_multi_poll` with no
+    /// command pending, so that the next command must wake it (tests wait for this rather
+    /// than for a while).
+    var isAsleep: Bool {
+        self.inbox.withLock { $0.sleeping }
+    }
     /// How many resumes were asked for (tests of the transfers' flow control).
     let resumesRequested = Atomic<Int>(0)
     private var transfers: [ObjectIdentifier: CurlTransfer] = [:]

@@ -109,10 +109,12 @@ private func onThread(_ body: @escaping @Sendable () -> Void) {
             onThread {
                 guard let approval = try? fixture.get(url).get(), let callback = approval.headers.first("Location")
                 else { return }
-                // The same callback twice, the second while the first code is being exchanged.
-                for delay in [0.0, 0.2] {
+                // The same callback twice, the second once the first code is being exchanged.
+                for second in [false, true] {
                     onThread {
-                        Thread.sleep(forTimeInterval: delay)
+                        if second {
+                            _ = eventually { fixture.provider.count("authorization_code") >= 1 }
+                        }
                         if let page = try? fixture.get(callback).get() {
                             pages.withLock { $0.append(page) }
                         }

@@ -88,6 +88,16 @@ struct ConnectionLifeTests {
             ]
         ),
         Walk(
+            name: "the idle deadline waits while the last answer still goes out",
+            steps: [
+                (.accepted, .action(.arm(.header))), (.head(), .action(.arm(.none))),
+                (.responseStarted(), .keepAlive(true)), (.wouldBlock, .action(.waitForWritable)),
+                (.responseFinished, .action(.parseBuffered(.idle))),
+                (.inputDeadline, .action(.arm(.idle))), (.wrote, .action(.armSendDeadline)),
+                (.drained, .action(.stopWaitingForWritable)), (.inputDeadline, .action(.closeNow)),
+            ]
+        ),
+        Walk(
             name: "100 Continue goes out once, when the body is first asked for",
             steps: [
                 (.head(body: true, continue: true), .action(.arm(.body))), (.expectedInput, .expects(.nothing)),

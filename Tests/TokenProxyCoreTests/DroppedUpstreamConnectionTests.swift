@@ -4,6 +4,8 @@ import Logging
 import Synchronization
 import Testing
 
+@testable import TokenProxyUpstream
+
 struct DroppedUpstreamConnectionTests {
     /// The upstream closes kept-alive connections after 0.2 s idle. The closed socket must not
     /// make the idle engine spin, and the next request must get a new connection, usually
@@ -11,8 +13,9 @@ struct DroppedUpstreamConnectionTests {
     @Test
     func idleConnectionsClosedByTheUpstreamAreReplaced() throws {
         let name = "tp-drop"
+        let engine = try sleepyEngine(name)
         let fixture = try ForwardingFixture(
-            engine: try sleepyEngine(name),
+            engine: engine,
             upstream: try FakeUpstream(idleTimeout: 0.2)
         )
         let client = try fixture.client()
@@ -21,8 +24,9 @@ struct DroppedUpstreamConnectionTests {
             #expect(response.status == 200)
             #expect(response.header("X-Seen-Target") == "/base/r\(round)")
             #expect(eventually { fixture.upstream.connectionsAccepted == round + 1 })
-            // Wait for the upstream's close, then measure the idle engine.
-            usleep(400_000)
+            // Once the upstream closed its side and the engine is idle again, measure it.
+            #expect(eventually { fixture.upstream.openConnections == 0 })
+            #expect(eventually { engine.isAsleep })
             let before = try #require(threadCPUTime(named: name))
             usleep(500_000)
             let after = try #require(threadCPUTime(named: name))

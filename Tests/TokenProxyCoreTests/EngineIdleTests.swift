@@ -16,12 +16,13 @@ struct EngineIdleTests {
         let fixture = try ForwardingFixture(engine: engine)
         let client = try fixture.client()
         for request in 0..<5 {
-            // Pauses let the thread fall asleep, so that some requests wake it.
-            if request % 2 == 0 { usleep(20_000) }
+            // Some requests find the thread asleep and wake it.
+            if request % 2 == 0 { #expect(eventually { engine.isAsleep }) }
             #expect(try client.get("/api/echo").status == 200)
         }
-        // Two quiet windows: the first lets a turn still under way after the last answer end.
-        usleep(100_000)
+        // Once a turn still under way after the last answer ended and the thread is asleep,
+        // a quiet window must see at most the one turn of a spurious wake-up.
+        #expect(eventually { engine.isAsleep })
         let settled = engine.turns.load(ordering: .relaxed)
         usleep(300_000)
         let later = engine.turns.load(ordering: .relaxed)

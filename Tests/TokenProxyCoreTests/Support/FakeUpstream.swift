@@ -55,6 +55,9 @@ final class FakeUpstream: HTTPExchangeHandler, @unchecked Sendable {
     var requests: [Recorded] { self.lock.withLock { self.recordedRequests } }
     var aborted: Int { self.lock.withLock { self.abortedExchanges } }
     var connectionsAccepted: Int { self.server?.server.acceptedConnections ?? 0 }
+    /// Client connections (the proxy's) open now; a connection closed by the idle timeout
+    /// is no longer counted.
+    var openConnections: Int { self.server?.server.openConnections ?? 0 }
 
     func handle(_ exchange: HTTPExchange) {
         let path = exchange.head.path
