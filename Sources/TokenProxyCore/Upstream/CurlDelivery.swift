@@ -13,7 +13,7 @@ import Synchronization
 /// a client gets one hop and one flush however many callbacks libcurl made.
 struct CurlDelivery: Sendable {
     /// How the transfer ended.
-    enum End: Sendable {
+    enum End: Sendable, Equatable {
         /// The whole response arrived.
         case finish
         /// The response broke off after its head.
