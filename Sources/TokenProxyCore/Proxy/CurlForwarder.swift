@@ -23,11 +23,10 @@ package final class CurlForwarder: RouteForwarder {
         self.init(configuration: configuration, engines: [engine], store: store, logger: logger)
     }
 
-    /// Creates a forwarder over several engines (at least one): each client connection is
-    /// served by one of them, the proxy's own requests by the first. An engine writes an
-    /// answer to its client connection itself when the connection is idle instead of handing
-    /// it to the connection's queue (`docs/architecture.md`).
-    package init(
+    /// Creates a forwarder over several engines (at least one) for `configuration`'s
+    /// providers, keeping tokens in `store` (by default the configuration's `token_store`)
+    /// and counting token requests in `metrics`; token requests go through the first engine.
+    package convenience init(
         configuration: ProxyConfiguration,
         engines: [CurlEngine],
         store: (any TokenStore)? = nil,
@@ -35,15 +34,25 @@ package final class CurlForwarder: RouteForwarder {
         logger: Logger
     ) {
         precondition(!engines.isEmpty, "a forwarder needs an engine")
-        self.engines = engines
-        self.credentials = CredentialRegistry(
+        let credentials = CredentialRegistry(
             configuration: configuration,
             fetcher: UpstreamFetcher(engine: engines[0]),
             store: store ?? configuration.tokenStore.makeStore(),
             metrics: metrics,
             logger: logger
         )
-        self.limits = configuration.limits
+        self.init(engines: engines, credentials: credentials, limits: configuration.limits)
+    }
+
+    /// Creates a forwarder over several engines (at least one) with the providers'
+    /// `credentials`: each client connection is served by one of the engines. An engine
+    /// writes an answer to its client connection itself when the connection is idle instead
+    /// of handing it to the connection's queue (`docs/architecture.md`).
+    package init(engines: [CurlEngine], credentials: CredentialRegistry, limits: Limits) {
+        precondition(!engines.isEmpty, "a forwarder needs an engine")
+        self.engines = engines
+        self.credentials = credentials
+        self.limits = limits
     }
 
     /// The providers' credential sources, for `readyz`.
