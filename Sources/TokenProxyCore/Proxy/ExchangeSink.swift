@@ -43,6 +43,7 @@ final class ExchangeSink: CurlResponseSink {
         self.onComplete = onComplete
     }
 
+    /// Runs `delivery` in the exchange's context: handed to the owner, or relayed as it is.
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
         self.run { [self] exchange in
             guard let owner = self.owner else {
@@ -58,6 +59,7 @@ final class ExchangeSink: CurlResponseSink {
         }
     }
 
+    /// Resumes reading the client's body, in the same order as the deliveries.
     func resumeRequestBody() {
         self.run { $0.resumeBody() }
     }

@@ -7,21 +7,27 @@ import Logging
 /// and the transfer being fed. Confined to the exchange's context; the exchange owns it (by
 /// its `onClose` hook) until the exchange ends.
 final class ForwardingAttempt {
+    /// The route the request matched and its upstream path.
     let match: Router.Match
+    /// The route's upstream, for `Location` rewriting.
     let base: UpstreamURL.Base
+    /// The upstream URL every attempt goes to.
     let url: String
+    /// The route's provider, when a credential is injected.
     let entry: CredentialRegistry.Entry?
+    /// The route's logger.
     let logger: Logger
     /// Whether the request's method is idempotent (RFC 9110 §9.2.2): it may be sent again.
     let idempotent: Bool
     /// The engine serving the exchange's connection.
     let engine: CurlEngine
+    /// The limits fixed at start: timeouts and the replay buffer.
     let limits: Limits
     /// The exchange's context, which the attempt is confined to.
     let context: SerialContext
     /// Weak: the exchange owns the attempt, not the other way round; a client that leaves
     /// while a token is fetched frees both at once.
-    private(set) weak var exchange: HTTPExchange?
+    private weak var exchange: HTTPExchange?
     private var machine: ForwardingStateMachine
     /// The token the current attempt was sent with.
     private var token: AccessToken?
@@ -31,7 +37,7 @@ final class ForwardingAttempt {
     private var bodyComplete = false
     private var transfer: CurlTransfer?
     /// A form body read whole before the first attempt, because the credential signs it.
-    private(set) var formBody: [UInt8]?
+    private var formBody: [UInt8]?
     /// The reference that callbacks hold (a token wait, the transfers' sinks): made once.
     private lazy var handle = QueueBound(WeakReference(self), context: self.context)
 

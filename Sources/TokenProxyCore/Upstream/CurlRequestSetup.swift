@@ -31,7 +31,9 @@ struct CurlRequestSetup {
         var freshConnection = false
     }
 
+    /// The request to send.
     let request: UpstreamRequest
+    /// The route's settings for it.
     let options: Options
 
     /// Whether libcurl uploads a request body, read through the transfer's read callback
