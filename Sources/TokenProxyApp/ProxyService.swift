@@ -1,11 +1,13 @@
 import Logging
 import Synchronization
 import TokenProxyConfiguration
+import TokenProxyCredentials
 import TokenProxyForwarding
 import TokenProxyHTTP
 import TokenProxyMetrics
 import TokenProxyServer
 import TokenProxySupport
+import TokenProxyUpstream
 
 /// The running proxy: its listeners (proxy and optional admin), the request handler and
 /// the forwarder, started from one configuration and reloadable in place.
@@ -70,6 +72,33 @@ package final class ProxyService: Sendable {
         }
         counter.servers = [self.server] + (self.adminServer.map { [$0] } ?? [])
     }
+
+    /// Builds the whole service from `configuration`, as `serve` runs it: `engineCount`
+    /// libcurl engines (1 to 64), the metrics, the providers' credential registry keeping
+    /// tokens in `store` (token requests go through the first engine and are counted in the
+    /// same metrics), the forwarder over them, and the listeners. Fails when an engine
+    /// cannot start.
+    package convenience init(
+        configuration: ProxyConfiguration,
+        store: any TokenStore,
+        engineCount: Int,
+        logger: Logger
+    ) throws(SystemError) {
+        let engines = try CurlEngine.make(count: min(max(engineCount, 1), Self.maximumEngines))
+        let metrics = ProxyMetrics()
+        let credentials = CredentialRegistry(
+            configuration: configuration,
+            fetcher: UpstreamFetcher(engine: engines[0]),
+            store: store,
+            metrics: metrics,
+            logger: logger
+        )
+        let forwarder = CurlForwarder(engines: engines, credentials: credentials, limits: configuration.limits)
+        self.init(configuration: configuration, forwarder: forwarder, logger: logger, metrics: metrics)
+    }
+
+    /// The most engines a service runs, whatever it is asked.
+    package static let maximumEngines = 64
 
     /// The bound addresses: the proxy listener, then the admin listener when configured.
     package struct BoundAddresses: Sendable {

@@ -8,119 +8,130 @@ import TokenProxyUpstream
 /// context (in place when the connection is idle, otherwise one hop to its queue) with
 /// one flush, and a client that cannot keep up pauses the transfer.
 ///
+/// A forwarded request's sink hands each delivery to the request's ``ForwardingAttempt``,
+/// which decides whether it is relayed, dropped or ends in another attempt; a sink without
+/// one relays every delivery as it is.
+///
 /// A class: the transfer holds it and each delivery's closure captures it, one reference
-/// each instead of a copy of every callback.
+/// each instead of a copy of its fields.
 final class ExchangeSink: CurlResponseSink {
+    /// How a relayed delivery ends the client's response.
+    enum Ending: Sendable, Equatable {
+        /// The whole answer was relayed.
+        case finish
+        /// The answer broke off after its head: the client connection is aborted.
+        case abort
+        /// No head was relayed: the client gets this error.
+        case answer(ProxyError)
+    }
+
     /// The client exchange, confined to its connection's context.
     let exchange: QueueBound<HTTPExchange>
-    /// Asked in the exchange's context when the response head is a 401: true means the answer
-    /// is dropped (not relayed) so the request can be replayed.
-    let interceptUnauthorized: @Sendable () -> Bool
-    /// Asked in the exchange's context, before a replay is considered, when the response
-    /// head is a 401: an error means the answer is dropped and the client gets that error
-    /// instead (a provider that says the credential itself is refused).
-    let refuseUnauthorized: @Sendable (HTTPResponseHead) -> ProxyError?
-    /// Called once a dropped answer has ended.
-    let onSwallowedResponseEnd: @Sendable () -> Void
-    /// Asked in the exchange's context when the transfer failed on a reused connection before
-    /// any answer (with the error the client would get): true means the request was sent
-    /// again, and this transfer answers nothing.
-    let resendAfterLostConnection: @Sendable (HTTPExchange, ProxyError) -> Bool
-    /// Called in the exchange's context when the transfer ended.
-    let onComplete: @Sendable (CurlTransferOutcome) -> Void
-    /// What the sink changes as its deliveries run: the refusal, swallowing, their order.
-    private let state = SinkState()
+    /// The request whose transfer this is; its deliveries are dropped once it is gone (its
+    /// exchange ended).
+    private let owner: QueueBound<WeakReference<ForwardingAttempt>>?
+    /// Called in the exchange's context when a transfer without an owner ended.
+    private let onComplete: (@Sendable (CurlTransferOutcome) -> Void)?
+    /// The order of this transfer's deliveries and resumes.
+    private let producer = OrderedProducer()
 
-    init(
-        exchange: QueueBound<HTTPExchange>,
-        interceptUnauthorized: @escaping @Sendable () -> Bool = { false },
-        refuseUnauthorized: @escaping @Sendable (HTTPResponseHead) -> ProxyError? = { _ in nil },
-        onSwallowedResponseEnd: @escaping @Sendable () -> Void = {},
-        resendAfterLostConnection: @escaping @Sendable (HTTPExchange, ProxyError) -> Bool = { _, _ in false },
-        onComplete: @escaping @Sendable (CurlTransferOutcome) -> Void
-    ) {
+    /// A sink for `owner`'s transfer.
+    init(exchange: QueueBound<HTTPExchange>, owner: QueueBound<WeakReference<ForwardingAttempt>>) {
         self.exchange = exchange
-        self.interceptUnauthorized = interceptUnauthorized
-        self.refuseUnauthorized = refuseUnauthorized
-        self.onSwallowedResponseEnd = onSwallowedResponseEnd
-        self.resendAfterLostConnection = resendAfterLostConnection
+        self.owner = owner
+        self.onComplete = nil
+    }
+
+    /// A sink that relays every delivery as it is and reports the transfer's end.
+    init(exchange: QueueBound<HTTPExchange>, onComplete: @escaping @Sendable (CurlTransferOutcome) -> Void) {
+        self.exchange = exchange
+        self.owner = nil
         self.onComplete = onComplete
     }
 
+    /// Runs `delivery` in the exchange's context: handed to the owner, or relayed as it is.
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
         self.run { [self] exchange in
-            let state = self.state
-            let onComplete = self.onComplete
-            if !state.swallowing, let head = delivery.head, head.status == 401 {
-                if let error = self.refuseUnauthorized(head) {
-                    state.refusal = error
-                    state.swallowing = true
-                } else if self.interceptUnauthorized() {
-                    state.swallowing = true
-                }
+            guard let owner = self.owner else {
+                self.relayAsItIs(delivery, from: transfer, to: exchange)
+                return
             }
-            if state.swallowing {
+            guard let attempt = owner.value.object else {
+                // The exchange ended: nothing is relayed, and the transfer is never held up.
                 transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
-                if delivery.end != nil {
-                    if let refusal = state.refusal {
-                        exchange.respond(to: refusal)
-                        onComplete(.failed(refusal))
-                    } else {
-                        self.onSwallowedResponseEnd()
-                    }
-                }
                 return
             }
-            if case .lostReusedConnection(let error)? = delivery.end, self.resendAfterLostConnection(exchange, error) {
-                return
+            attempt.deliver(delivery, from: transfer, to: exchange)
+        }
+    }
+
+    /// Resumes reading the client's body, in the same order as the deliveries.
+    func resumeRequestBody() {
+        self.run { $0.resumeBody() }
+    }
+
+    /// Sends what `delivery` carries to `exchange` with one flush, ends the response as
+    /// `ending` says, and reports the body bytes to `transfer`'s flow control.
+    static func relay(
+        _ delivery: CurlDelivery,
+        ending: Ending?,
+        from transfer: CurlTransfer,
+        to exchange: HTTPExchange
+    ) {
+        exchange.batch { exchange in
+            if let head = delivery.head {
+                exchange.sendHead(head)
             }
-            if delivery.resentByLibcurl {
-                // libcurl sent the request again on a new connection by itself (idempotent
-                // methods only: its second send of any other is stopped, CurlTransfer).
-                exchange.logFields["resent"] = "true"
+            for part in delivery.body {
+                exchange.sendBody(part)
             }
-            exchange.batch { exchange in
-                if let head = delivery.head {
-                    exchange.sendHead(head)
-                }
-                for part in delivery.body {
-                    exchange.sendBody(part)
-                }
-                switch delivery.end {
-                case .finish?:
-                    exchange.finish()
-                    onComplete(.finished)
-                case .abort?:
-                    exchange.logFields[ExchangeMetrics.upstreamErrorField] =
-                        ProxyMetrics.UpstreamErrorKind.aborted.rawValue
-                    exchange.abort()
-                    onComplete(.aborted)
-                case .fail(let error)?, .lostReusedConnection(let error)?:
-                    exchange.logFields[ExchangeMetrics.upstreamErrorField] =
-                        error.code == .upstreamTimeout ? "timeout" : "unreachable"
-                    exchange.respond(to: error)
-                    onComplete(.failed(error))
-                case nil:
-                    break
-                }
+            switch ending {
+            case .finish?:
+                exchange.finish()
+            case .abort?:
+                exchange.abort()
+            case .answer(let error)?:
+                exchange.respond(to: error)
+            case nil:
+                break
             }
-            guard delivery.bodyBytes > 0 else { return }
-            let writable = exchange.isComplete || exchange.isWritable
-            transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: writable)
-            if writable {
-                // A hook an earlier delivery left is stale: this one found room.
+        }
+        guard delivery.bodyBytes > 0 else { return }
+        let writable = exchange.isComplete || exchange.isWritable
+        transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: writable)
+        if writable {
+            // A hook an earlier delivery left is stale: this one found room.
+            exchange.onWritable = nil
+        } else {
+            exchange.onWritable = {
                 exchange.onWritable = nil
-            } else {
-                exchange.onWritable = {
-                    exchange.onWritable = nil
-                    transfer.consumerBecameWritable()
-                }
+                transfer.consumerBecameWritable()
             }
         }
     }
 
-    func resumeRequestBody() {
-        self.run { $0.resumeBody() }
+    /// Drops what `delivery` carries; the transfer goes on at full speed.
+    static func drop(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
+        transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
+    }
+
+    private func relayAsItIs(_ delivery: CurlDelivery, from transfer: CurlTransfer, to exchange: HTTPExchange) {
+        let ending: Ending?
+        let outcome: CurlTransferOutcome?
+        switch delivery.end {
+        case .finish?:
+            (ending, outcome) = (.finish, .finished)
+        case .abort?:
+            (ending, outcome) = (.abort, .aborted)
+        case .fail(let error)?, .lostReusedConnection(let error)?:
+            (ending, outcome) = (.answer(error), .failed(error))
+        case nil:
+            (ending, outcome) = (nil, nil)
+        }
+        Self.relay(delivery, ending: ending, from: transfer, to: exchange)
+        if let outcome {
+            self.onComplete?(outcome)
+        }
     }
 
     /// Runs `body` in the exchange's context: in place on the engine's thread when the
@@ -129,17 +140,6 @@ final class ExchangeSink: CurlResponseSink {
     /// (which would end the exchange before the connection took the end of the request body,
     /// and close a connection that could have been kept alive).
     private func run(_ body: @escaping @Sendable (HTTPExchange) -> Void) {
-        self.exchange.executeHereIfIdle(for: self.state.producer, body)
+        self.exchange.executeHereIfIdle(for: self.producer, body)
     }
-}
-
-/// The mutable state of a sink. `@unchecked Sendable`: `refusal` and `swallowing` are only
-/// read and written in the exchange's context, whose gate serializes access.
-final class SinkState: @unchecked Sendable {
-    /// The error answered instead of a refused 401, once one was.
-    var refusal: ProxyError?
-    /// Whether this transfer's answer is being dropped.
-    var swallowing = false
-    /// The order of this transfer's deliveries and resumes.
-    let producer = OrderedProducer()
 }

@@ -279,7 +279,8 @@ package final class ProxyHandler: HTTPExchangeHandler {
     /// Counts the exchange in the metrics (under `metricsRoute`, by default `route`) and writes
     /// the access-log line when it ends (`docs/reference/log-fields.md`). The query is never
     /// logged: it may carry keys. An answer the proxy made itself brings its `error` code (and
-    /// for a 502 or 504 its `reason`) in the exchange's log fields (``HTTPExchange/respond(_:)``).
+    /// for a 502 or 504 its `reason`) in the exchange's log fields (``HTTPExchange/respond(_:)``);
+    /// how the request went upstream comes from its ``ForwardingOutcome``.
     private func logAccess(_ exchange: HTTPExchange, route: String, metricsRoute: String? = nil) {
         let logger = self.logger
         let metrics = self.metrics
@@ -302,7 +303,24 @@ package final class ProxyHandler: HTTPExchangeHandler {
             for (key, value) in exchange.logFields {
                 metadata[key] = .string(value)
             }
+            Self.addOutcome(exchange.forwarding, to: &metadata)
             logger.info("request", metadata: metadata)
+        }
+    }
+
+    /// The access line's fields for how the request went upstream (`docs/operations.md`, "Logs").
+    private static func addOutcome(_ outcome: ForwardingOutcome, to metadata: inout Logger.Metadata) {
+        if outcome.tokenRefreshed {
+            metadata["token_refreshed"] = "true"
+        }
+        if outcome.replayed {
+            metadata["replayed"] = "true"
+        }
+        if outcome.resent {
+            metadata["resent"] = "true"
+        }
+        if let failure = outcome.upstreamFailure {
+            metadata["upstream_error"] = .string(failure.rawValue)
         }
     }
 }

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Prometheus
 import Synchronization
+import TokenProxyServer
 
 /// The proxy's metrics (`docs/reference/metrics.md`), recorded through swift-metrics into a
 /// Prometheus registry of their own and exposed in the Prometheus text format.
@@ -16,15 +17,9 @@ package final class ProxyMetrics: Sendable {
     /// The `route` label of a request to an admin endpoint.
     package static let adminRoute = "admin"
 
-    /// Why an upstream exchange failed: the `kind` label of `tokenproxy_upstream_errors_total`.
-    package enum UpstreamErrorKind: String, Sendable, CaseIterable {
-        /// No response: connect or TLS failure, reset before the head (502 `upstream_unreachable`).
-        case unreachable
-        /// No response head within the first-byte timeout (504 `upstream_timeout`).
-        case timeout
-        /// The response broke off after its head went out; the client connection was aborted.
-        case aborted
-    }
+    /// Why an upstream exchange failed: the `kind` label of `tokenproxy_upstream_errors_total`
+    /// is the raw value.
+    package typealias UpstreamErrorKind = ForwardingOutcome.UpstreamFailure
 
     /// The metric names and their `# HELP` texts.
     static let help: [String: String] = [

@@ -29,9 +29,12 @@ package final class HTTPExchange {
     /// Called once when the exchange ends: `true` when the response was finished, `false`
     /// when it was aborted or the connection ended first. For access logs and metrics.
     package var onComplete: ((_ finished: Bool) -> Void)?
-    /// Fields that handlers add to the exchange's access-log line (a token fetched for it, a
-    /// replay after a 401, a resend after a lost upstream connection).
+    /// Fields that handlers add to the exchange's access-log line (the error code and reason
+    /// of an answer the proxy made itself).
     package var logFields: [String: String] = [:]
+    /// How the request went upstream (a token fetched for it, a replay after a 401, a resend
+    /// after a lost upstream connection, an upstream failure), for the access line and metrics.
+    package var forwarding = ForwardingOutcome()
 
     private weak var connection: (any HTTPExchangeConnection)?
     /// The handler's body callback; when it is called is the connection's state machine's

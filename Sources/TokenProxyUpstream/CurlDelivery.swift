@@ -15,7 +15,7 @@ import TokenProxySupport
 /// a client gets one hop and one flush however many callbacks libcurl made.
 package struct CurlDelivery: Sendable {
     /// How the transfer ended.
-    package enum End: Sendable {
+    package enum End: Sendable, Equatable {
         /// The whole response arrived.
         case finish
         /// The response broke off after its head.

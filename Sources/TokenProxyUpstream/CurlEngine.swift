@@ -188,7 +188,7 @@ package final class CurlEngine: @unchecked Sendable {
         for transfer in self.transfers.values {
             guard let deadline = transfer.deadline else { continue }
             if deadline <= now {
-                self.finish(transfer, timedOut: true)
+                self.finish(transfer, result: nil)
             } else if next.map({ deadline < $0 }) ?? true {
                 next = deadline
             }
@@ -216,23 +216,23 @@ package final class CurlEngine: @unchecked Sendable {
         }
     }
 
-    /// Finishes every transfer libcurl reports done, with its result recorded.
+    /// Finishes every transfer libcurl reports done, with its result.
     private func collectFinished() {
         CurlEasy.forEachDone(in: self.multi) { userdata, result in
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
-            transfer.result = result
-            self.finish(transfer, timedOut: false)
+            self.finish(transfer, result: result)
         }
     }
 
-    /// Removes a transfer from the multi handle, reports its end to the client and gives its
-    /// easy handle back; the table of transfers held it alive until now.
-    private func finish(_ transfer: CurlTransfer, timedOut: Bool) {
+    /// Removes a transfer from the multi handle, reports its end to the client (libcurl's
+    /// `result`, or nil when its deadline passed) and gives its easy handle back; the table of
+    /// transfers held it alive until now.
+    private func finish(_ transfer: CurlTransfer, result: CURLcode?) {
         guard let easy = transfer.easy, self.transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
             return
         }
         easy.remove(from: self.multi)
-        transfer.complete(timedOut: timedOut)
+        transfer.complete(result: result)
         transfer.release()
     }
 }

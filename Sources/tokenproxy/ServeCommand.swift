@@ -55,22 +55,18 @@ struct ServeCommand: ParsableCommand {
         // (1 to 64; docs/reference/environment.md).
         let engineCount =
             ProcessEnvironment.variables["TOKENPROXY_CURL_ENGINES"].flatMap { Int($0) } ?? CurlEngine.defaultCount
-        let engines: [CurlEngine]
+        let service: ProxyService
         do {
-            engines = try CurlEngine.make(count: min(engineCount, 64))
+            service = try ProxyService(
+                configuration: configuration,
+                store: store,
+                engineCount: engineCount,
+                logger: logger
+            )
         } catch {
             logger.critical("cannot start the upstream engine", metadata: ["error": "\(error)"])
             throw ExitStatus.runtimeFailure
         }
-        let metrics = ProxyMetrics()
-        let forwarder = CurlForwarder(
-            configuration: configuration,
-            engines: engines,
-            store: store,
-            metrics: metrics,
-            logger: logger
-        )
-        let service = ProxyService(configuration: configuration, forwarder: forwarder, logger: logger, metrics: metrics)
         let bound: ProxyService.BoundAddresses
         do {
             bound = try service.start()
