@@ -1,22 +1,18 @@
 import Foundation
+import Synchronization
 
 /// Collects the problems found while a configuration is decoded, so that decoding goes on after
 /// the first one and the user sees every problem at once.
 ///
 /// One collector travels through `JSONDecoder.userInfo` (under ``userInfoKey``); every
 /// hand-written `init(from:)` records into it instead of throwing, and uses a placeholder value.
-final class ConfigurationProblemCollector: @unchecked Sendable {
-    // @unchecked Sendable is safe because `lock` guards every mutable stored property.
-    private let lock = NSLock()
-    private var problems: [ConfigurationProblem] = []
-    private var brokenProviderNames: Set<String> = []
-
-    /// Runs `body` holding `lock` (`NSLock.withLock` needs macOS 14).
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        return try body()
+final class ConfigurationProblemCollector: Sendable {
+    private struct Found {
+        var problems: [ConfigurationProblem] = []
+        var brokenProviderNames: Set<String> = []
     }
+
+    private let found = Mutex(Found())
 
     /// The environment used for defaults (`XDG_STATE_HOME`, `HOME`).
     let environment: [String: String]
@@ -35,23 +31,23 @@ final class ConfigurationProblemCollector: @unchecked Sendable {
 
     /// Every problem recorded so far, in order.
     var all: [ConfigurationProblem] {
-        self.locked { self.problems }
+        self.found.withLock { $0.problems }
     }
 
     /// The paths of every problem recorded so far.
     var paths: Set<String> {
-        self.locked { Set(self.problems.map(\.path)) }
+        self.found.withLock { Set($0.problems.map(\.path)) }
     }
 
     /// Providers whose `grant` was missing or invalid: they are left out of the result, and
     /// routes naming them are not reported a second time as naming an unknown provider.
     var brokenProviders: Set<String> {
-        self.locked { self.brokenProviderNames }
+        self.found.withLock { $0.brokenProviderNames }
     }
 
     /// Records a problem at `path`.
     func add(_ path: String, _ message: String) {
-        self.locked { self.problems.append(ConfigurationProblem(path: path, message: message)) }
+        self.found.withLock { $0.problems.append(ConfigurationProblem(path: path, message: message)) }
     }
 
     /// Records a problem at the value named by `codingPath`.
@@ -61,12 +57,12 @@ final class ConfigurationProblemCollector: @unchecked Sendable {
 
     /// Records problems found elsewhere (their paths are already absolute).
     func add(contentsOf problems: [ConfigurationProblem]) {
-        self.locked { self.problems.append(contentsOf: problems) }
+        self.found.withLock { $0.problems.append(contentsOf: problems) }
     }
 
     /// Marks a provider as unusable (see ``brokenProviders``).
     func markBroken(provider name: String) {
-        self.locked { _ = self.brokenProviderNames.insert(name) }
+        self.found.withLock { _ = $0.brokenProviderNames.insert(name) }
     }
 
     /// Records a decoding failure of the value at `codingPath` in words a user understands.

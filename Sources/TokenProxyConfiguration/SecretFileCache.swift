@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TokenProxySupport
 
 /// The last contents read from each `{"file": PATH}` secret, so that a secret used on every
@@ -13,17 +14,8 @@ import TokenProxySupport
 /// inode, an in-place write the times. File times are coarse (a few milliseconds), so, as Git
 /// does for its index, an entry whose file was modified less than ``settleSeconds`` before it
 /// was read is not trusted and is read again.
-final class SecretFileCache: @unchecked Sendable {
-    // @unchecked Sendable is safe because `lock` guards `entries`.
-    private let lock = NSLock()
-    private var entries: [String: Entry] = [:]
-
-    /// Runs `body` holding `lock` (`NSLock.withLock` needs macOS 14).
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        return try body()
-    }
+final class SecretFileCache: Sendable {
+    private let entries = Mutex<[String: Entry]>([:])
 
     /// The cache shared by every ``Secret``.
     static let shared = SecretFileCache()
@@ -44,7 +36,7 @@ final class SecretFileCache: @unchecked Sendable {
         do {
             return try self.checkedContents(of: path, rules: .current)
         } catch {
-            self.locked { _ = self.entries.removeValue(forKey: path) }
+            self.entries.withLock { _ = $0.removeValue(forKey: path) }
             throw ConfigurationError(message: error.message)
         }
     }
@@ -52,7 +44,7 @@ final class SecretFileCache: @unchecked Sendable {
     /// ``contents(of:)`` under `rules`, failing with the kind of failure.
     func checkedContents(of path: String, rules: SecretFileRules) throws(SecretFileError) -> String {
         let found = try SecretFilePath.check(path, rules: rules, maxBytes: Secret.maxFileBytes)
-        if let entry = self.locked({ self.entries[path] }), entry.settled, entry.status == found.status {
+        if let entry = self.entries.withLock({ $0[path] }), entry.settled, entry.status == found.status {
             return entry.value
         }
         let (bytes, status) = try SecretFilePath.read(path, rules: rules, maxBytes: Secret.maxFileBytes)
@@ -64,13 +56,13 @@ final class SecretFileCache: @unchecked Sendable {
         }
         let modified = Double(status.modification.seconds) + Double(status.modification.nanoseconds) / 1e9
         let settled = modified + Self.settleSeconds < Date().timeIntervalSince1970
-        self.locked { self.entries[path] = Entry(status: status, value: text, settled: settled) }
+        self.entries.withLock { $0[path] = Entry(status: status, value: text, settled: settled) }
         return text
     }
 
     /// Forgets every entry (tests, and a configuration reload that wants fresh reads).
     func removeAll() {
-        self.locked { self.entries.removeAll() }
+        self.entries.withLock { $0.removeAll() }
     }
 
     /// `data` without one trailing `"\n"` or `"\r\n"`: editors add one, and a token with a

@@ -41,10 +41,9 @@ final class CommandCredentialSource: CredentialSource {
     /// A cached token, or the result of the one run in flight.
     func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
         self.cache.token(completion: completion) { fetch in
-            // A thread of its own: the run blocks until the command exits (it is killed at
-            // the timeout), and a blocked Dispatch worker would be one fewer for client
-            // connections.
-            NamedThread.start(named: "tp-token-command") { [self] in
+            // On a credential thread: the run blocks until the command exits (it is killed at
+            // the timeout).
+            CredentialWorker.shared.run { [self] in
                 self.cache.complete(fetch, self.run(started: .now))
             }
         }

@@ -56,23 +56,24 @@ package final class CredentialRegistry: Sendable {
         self.watchStore()
     }
 
-    /// Looks at the store's revision once a second, on a thread of its own (reading the
-    /// store takes its lock and may decrypt it), and tells every source when it changed, so a
-    /// `logout` or `login` in another process takes effect within about a second. The thread
-    /// ends within a second of the registry.
+    /// Looks at the store's revision once a second and tells every source when it changed, so
+    /// a `logout` or `login` in another process takes effect within about a second. The
+    /// deadline scheduler times the looks and a credential thread does them (reading the
+    /// store takes its lock and may decrypt it). The looks end within a second of the registry.
     private func watchStore() {
-        let store = self.context.store
-        let first = store.revision()
-        NamedThread.start(named: "tp-store-watch") { [weak self] in
-            var seen = first
-            while true {
-                Thread.sleep(forTimeInterval: 1)
-                guard let self else { return }
+        Self.scheduleStoreLook(self, store: self.context.store, seen: self.context.store.revision())
+    }
+
+    /// Plans the look a second from now at `store`, last seen at revision `seen`.
+    private static func scheduleStoreLook(_ registry: CredentialRegistry, store: any TokenStore, seen: String?) {
+        DeadlineScheduler.shared.schedule(at: .now + .seconds(1)) { [weak registry] in
+            guard registry != nil else { return }
+            CredentialWorker.shared.run { [weak registry] in
+                guard let registry else { return }
                 let revision = store.revision()
-                guard revision != seen else { continue }
-                seen = revision
-                guard let contents = try? store.read() else { continue }
-                let sources = self.entries.withLock { $0.values.map(\.source) }
+                defer { Self.scheduleStoreLook(registry, store: store, seen: revision) }
+                guard revision != seen, let contents = try? store.read() else { return }
+                let sources = registry.entries.withLock { $0.values.map(\.source) }
                 for source in sources {
                     source.storeChanged(contents)
                 }

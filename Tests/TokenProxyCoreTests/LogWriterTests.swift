@@ -121,6 +121,18 @@ private func appendOnAThread(_ writer: LogWriter, count: Int, width: Int) -> Boo
         #expect(numbers.elementsEqual(0..<lines), "lines lost or out of order")
     }
 
+    @Test func flushGivesUpWhileTheReaderIsStoppedAndSucceedsOnceItReads() throws {
+        let pipe = try LogPipe()
+        let writer = LogWriter(descriptor: pipe.writeEnd, limit: 4 << 20)
+        // 200 KB into a pipe that holds 64 KiB and is not read yet: the writer is stuck.
+        let lines = 2_000
+        #expect(appendOnAThread(writer, count: lines, width: 99))
+        #expect(!writer.flush(timeout: .milliseconds(50)))
+        let text = pipe.read { $0.utf8.count(where: { $0 == UInt8(ascii: "\n") }) >= lines }
+        #expect(writer.flush(timeout: .seconds(30)))
+        #expect(text.split(separator: "\n").compactMap { Int($0) }.elementsEqual(0..<lines))
+    }
+
     /// docs/reference/log-fields.md: Elastic Common Schema names, numbers as numbers, flags as
     /// booleans, other keys under `tokenproxy.`.
     @Test func jsonLinesCarryTheEventAndItsMetadata() throws {

@@ -97,8 +97,8 @@ package final class OAuth1Login: Sendable {
     /// credentials, keeps them in the store, and gives `present` the URL where the person
     /// approves and is shown a verifier. `verifier` is then asked for it: a verifier
     /// finishes the login at once; nil leaves it for ``finish(verifier:timeout:)`` (returned
-    /// as nil). The whole login, the wait for `verifier` included (it runs on a thread of its
-    /// own), ends within `timeout` seconds; the login then stays waiting for a verifier.
+    /// as nil). The whole login, the wait for `verifier` included (it runs on a credential
+    /// thread), ends within `timeout` seconds; the login then stays waiting for a verifier.
     package func runOutOfBand(
         timeout: Double,
         present: (Prompt) -> Void,
@@ -116,7 +116,7 @@ package final class OAuth1Login: Sendable {
         }
         present(Prompt(url: self.authorizationURL(temporary), callback: "oob"))
         let read = deadline.wait("waiting for the verifier") { (done: @escaping @Sendable (String?) -> Void) in
-            Thread.detachNewThread { done(verifier()) }
+            CredentialWorker.shared.run { done(verifier()) }
         }
         let entered: String?
         switch read {

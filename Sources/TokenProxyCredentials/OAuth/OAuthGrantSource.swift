@@ -107,12 +107,11 @@ final class OAuthGrantSource: CredentialSource {
         self.cache.invalidate(token)
     }
 
-    /// Starts the one fetch on a thread of its own: taking the store lock and writing the
-    /// store block, and a blocked Dispatch worker would be one fewer for connections. Every
-    /// step stops at the fetch's deadline. `replacing` is the token a background refresh
+    /// Starts the one fetch on a credential thread (``CredentialWorker``): taking the store
+    /// lock and writing the store block. Every step stops at the fetch's deadline. `replacing` is the token a background refresh
     /// renews (the store's copy of it does not count as new).
     private func fetch(_ fetch: SharedTokenCache.Fetch, replacing: AccessToken?) {
-        NamedThread.start(named: "tp-token-fetch") { [self] in
+        CredentialWorker.shared.run { [self] in
             var asked = Asked()
             let outcome = self.fetchHoldingLock(replacing: replacing, deadline: fetch.deadline, asked: &asked)
             if case .success(let token) = outcome {

@@ -86,10 +86,10 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
         }
     }
 
-    /// Reads the store on a thread of its own (taking its lock and decrypting it would hold
+    /// Reads the store on a credential thread (taking its lock and decrypting it would hold
     /// up a connection's thread), then answers the waiting requests.
     private func read(_ store: any TokenStore) {
-        Thread.detachNewThread { [self] in
+        CredentialWorker.shared.run { [self] in
             let name = self.provider.name
             let loginRequired = ProxyError(.loginRequired, "run `tokenproxy login \(name)` first", provider: name)
             let grant: Result<StoredGrant?, ProxyError>
@@ -176,7 +176,7 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
         }
         if let refused {
             let fingerprint = self.provider.tokenFingerprint()
-            Thread.detachNewThread {
+            CredentialWorker.shared.run {
                 // Best effort: the pair stays refused in this process either way.
                 try? store.update { contents in
                     guard var grant = contents.grants[name], grant.accessToken == refused,

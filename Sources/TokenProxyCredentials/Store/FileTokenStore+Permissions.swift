@@ -1,14 +1,6 @@
 import Foundation
 import TokenProxySupport
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension FileTokenStore {
     /// The start-up check (RFC 6819 §5.3.3, `docs/reference/token-store.md`): the store file, when it
     /// exists, is a regular file of this user's that group and others cannot open; its
@@ -16,37 +8,41 @@ extension FileTokenStore {
     /// (another owner, or a group member, could swap the file or roll it back). A missing file
     /// is fine: the first write creates it 0600, in directories created 0700.
     func checkPermissions() throws(TokenStoreError) {
-        var info = stat()
-        if lstat(self.path, &info) == 0 {
-            if (info.st_mode & S_IFMT) == S_IFLNK {
+        let status: FileStatus?
+        do {
+            status = try FileStatus.ofLink(self.path)
+        } catch {
+            guard error.isNoSuchFile else { throw TokenStoreError(io: error) }
+            status = nil
+        }
+        if let status {
+            if status.kind == .symbolicLink {
                 throw TokenStoreError(.insecurePermissions, self.symbolicLinkProblem)
             }
-            if let problem = Self.fileProblem(self.path, info) { throw problem }
-        } else if errno != ENOENT {
-            throw TokenStoreError(io: SystemError(call: "lstat(\(self.path))", errno: errno))
+            if let problem = Self.fileProblem(self.path, status) { throw problem }
         }
-        var directoryInfo = stat()
-        if stat(self.directory, &directoryInfo) == 0, let problem = Self.directoryProblem(self.directory, directoryInfo)
+        if let status = try? FileStatus.of(path: self.directory),
+            let problem = Self.directoryProblem(self.directory, status)
         {
             throw problem
         }
     }
 
-    /// Why the directory described by `info` must not hold a token store, or nil: owned by
+    /// Why the directory described by `status` must not hold a token store, or nil: owned by
     /// another user, or with any group or other permission bit.
-    static func directoryProblem(_ directory: String, _ info: stat) -> TokenStoreError? {
-        let user = geteuid()
-        if info.st_uid != user {
+    static func directoryProblem(_ directory: String, _ status: FileStatus) -> TokenStoreError? {
+        let user = FileSystem.currentUser
+        if status.owner != user {
             return TokenStoreError(
                 .insecurePermissions,
-                "the token store's directory \(directory) belongs to uid \(info.st_uid), not to this user "
+                "the token store's directory \(directory) belongs to uid \(status.owner), not to this user "
                     + "(uid \(user)), who could replace or roll back the store; fix it with: "
                     + "chown \(user) \(directory) && chmod 700 \(directory) "
                     + "(or set token_store.path to a private directory)"
             )
         }
-        if info.st_mode & 0o077 != 0 {
-            let mode = StoreFileSystem.octal(info.st_mode)
+        if status.permissions & 0o077 != 0 {
+            let mode = StoreFileSystem.octal(status)
             return TokenStoreError(
                 .insecurePermissions,
                 "the token store's directory \(directory) is open to group or others (mode \(mode)), "
@@ -59,8 +55,7 @@ extension FileTokenStore {
 
     /// Whether the store's path is a symbolic link.
     var isSymbolicLink: Bool {
-        var info = stat()
-        return lstat(self.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
+        (try? FileStatus.ofLink(self.path))?.kind == .symbolicLink
     }
 
     /// Why a symbolic link at the store's path is refused, and the fix.
@@ -70,24 +65,24 @@ extension FileTokenStore {
             + "with the file itself"
     }
 
-    /// Why the file described by `info` must not be used as a token store, or nil: not a
+    /// Why the file described by `status` must not be used as a token store, or nil: not a
     /// regular file, owned by another user, or with any group or other permission bit.
-    static func fileProblem(_ path: String, _ info: stat) -> TokenStoreError? {
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
+    static func fileProblem(_ path: String, _ status: FileStatus) -> TokenStoreError? {
+        guard status.kind == .regular else {
             return TokenStoreError(.io, "\(path) is not a regular file")
         }
-        let user = geteuid()
-        if info.st_uid != user {
+        let user = FileSystem.currentUser
+        if status.owner != user {
             return TokenStoreError(
                 .insecurePermissions,
-                "\(path) belongs to uid \(info.st_uid), not to this user (uid \(user)); fix it with: "
+                "\(path) belongs to uid \(status.owner), not to this user (uid \(user)); fix it with: "
                     + "chown \(user) \(path) (or set token_store.path to a file of this user's)"
             )
         }
-        if info.st_mode & 0o077 != 0 {
+        if status.permissions & 0o077 != 0 {
             return TokenStoreError(
                 .insecurePermissions,
-                "\(path) is open to group or others (mode \(StoreFileSystem.octal(info.st_mode))); "
+                "\(path) is open to group or others (mode \(StoreFileSystem.octal(status))); "
                     + "fix it with: chmod 600 \(path)"
             )
         }

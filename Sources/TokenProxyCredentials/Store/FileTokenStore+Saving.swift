@@ -1,14 +1,6 @@
 import Foundation
 import TokenProxySupport
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension FileTokenStore {
     /// The steps of a save, in order. ``FileTokenStore/faults`` is called before each.
     enum SaveStep: String, Sendable, CaseIterable {
@@ -45,14 +37,14 @@ extension FileTokenStore {
             try self.faults?(.write)
             try StoreFileSystem.writeAll(descriptor, data, path: temporary)
             try self.faults?(.fsync)
-            try StoreFileSystem.call("fsync(\(temporary))", fsync(descriptor))
+            try StoreFileSystem.sync(descriptor, path: temporary)
             isOpen = false
             try StoreFileSystem.closeWritten(descriptor, path: temporary)
             try self.faults?(.rename)
-            try StoreFileSystem.call("rename(\(temporary), \(self.path))", rename(temporary, self.path))
+            try StoreFileSystem.rename(temporary, to: self.path)
         } catch {
             if isOpen { StoreFileSystem.closeQuietly(descriptor) }
-            _ = unlink(temporary)
+            FileSystem.removeQuietly(temporary)
             throw error
         }
         try self.faults?(.syncDirectory)
@@ -63,12 +55,12 @@ extension FileTokenStore {
     private func createTemporaryFile() throws(TokenStoreError) -> (path: String, descriptor: Int32) {
         let prefix = StoreFileSystem.join(self.directory, self.temporaryPrefix)
         for _ in 0..<8 {
-            let path = prefix + "\(getpid())-" + String(format: "%08x", UInt32.random(in: .min ... .max))
+            let process = ProcessInfo.processInfo.processIdentifier
+            let path = prefix + "\(process)-" + String(format: "%08x", UInt32.random(in: .min ... .max))
             do {
-                let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
-                return (path, try syscallBlocking("open(\(path))", open(path, flags, 0o600)))
+                return (path, try FileSystem.createExclusively(path, permissions: 0o600))
             } catch {
-                guard error.errno == EEXIST else { throw TokenStoreError(io: error) }
+                guard error.isAlreadyExisting else { throw TokenStoreError(io: error) }
             }
         }
         throw TokenStoreError(.io, "cannot create a temporary file in \(self.directory): every name tried exists")
@@ -80,7 +72,7 @@ extension FileTokenStore {
     private func removeLeftoverTemporaryFiles() {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: self.directory) else { return }
         for name in names where name.hasPrefix(self.temporaryPrefix) {
-            _ = unlink(StoreFileSystem.join(self.directory, name))
+            FileSystem.removeQuietly(StoreFileSystem.join(self.directory, name))
         }
     }
 
@@ -105,7 +97,7 @@ extension FileTokenStore {
         for attempt in 0..<1000 {
             let aside = attempt == 0 ? base : "\(base)-\(attempt)"
             if StoreFileSystem.exists(aside) { continue }
-            try StoreFileSystem.call("rename(\(self.path), \(aside))", rename(self.path, aside))
+            try StoreFileSystem.rename(self.path, to: aside)
             try? StoreFileSystem.syncDirectory(self.directory)
             return aside
         }
@@ -114,17 +106,9 @@ extension FileTokenStore {
 
     /// The current UTC time as `YYYYMMDDTHHMMSSZ` (ISO 8601 basic format).
     private static func timestamp() -> String {
-        var now = time(nil)
-        var parts = tm()
-        gmtime_r(&now, &parts)
-        return String(
-            format: "%04d%02d%02dT%02d%02d%02dZ",
-            parts.tm_year + 1900,
-            parts.tm_mon + 1,
-            parts.tm_mday,
-            parts.tm_hour,
-            parts.tm_min,
-            parts.tm_sec
-        )
+        let formatter = ISO8601DateFormatter()
+        // No separators: the basic format. The formatter's time zone is UTC unless set.
+        formatter.formatOptions = [.withYear, .withMonth, .withDay, .withTime, .withTimeZone]
+        return formatter.string(from: Date())
     }
 }

@@ -2,14 +2,6 @@ import Foundation
 import TokenProxyConfiguration
 import TokenProxySupport
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The token store in one JSON file (`docs/reference/token-store.md`), optionally
 /// encrypted with AES-256-GCM; the format is described in `docs/reference/token-store.md`.
 ///
@@ -60,9 +52,9 @@ final class FileTokenStore: TokenStore {
     /// The file's device, inode, size and modification time: a write renames a new file
     /// over the store, so any change shows. nil when there is no file (or it cannot be seen).
     func revision() -> String? {
-        var info = stat()
-        guard stat(self.path, &info) == 0 else { return nil }
-        return "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+        guard let status = try? FileStatus.of(path: self.path) else { return nil }
+        let modification = status.modification
+        return "\(status.device):\(status.inode):\(status.size):\(modification.seconds).\(modification.nanoseconds)"
     }
 
     /// How long a read or an update waits for the store-wide lock, which every holder keeps
@@ -82,25 +74,25 @@ final class FileTokenStore: TokenStore {
     func read() throws(TokenStoreError) -> TokenStoreContents {
         let lock: Int32?
         do {
-            lock = try syscallBlocking("open(\(self.lockPath))", self.openLockFile())
+            lock = try FileSystem.openLockFile(self.lockPath)
         } catch {
-            switch error.errno {
-            case ENOENT:
+            if error.isNoSuchFile {
                 return TokenStoreContents()  // No directory, so no store yet.
-            case EACCES, EROFS:
-                lock = nil  // A directory this user cannot write in: nobody can rename a new store in either.
-            default:
-                throw TokenStoreError(io: error)
             }
+            // A directory this user cannot write in: nobody can rename a new store in either.
+            guard error.isNotWritable else { throw TokenStoreError(io: error) }
+            lock = nil
         }
         defer {
             if let lock { StoreFileSystem.closeQuietly(lock) }
         }
-        if let lock { try FileTokenStoreLock.lock(lock, LOCK_SH, path: self.lockPath, deadline: self.lockDeadline()) }
+        if let lock { try FileTokenStoreLock.lock(lock, .shared, path: self.lockPath, deadline: self.lockDeadline()) }
         if case .contents(let contents) = try self.load() { return contents }
         // Moving the file aside is a change: retry under the exclusive lock, where no update
         // can be halfway, and move aside only what is still unusable then.
-        if let lock { try FileTokenStoreLock.lock(lock, LOCK_EX, path: self.lockPath, deadline: self.lockDeadline()) }
+        if let lock {
+            try FileTokenStoreLock.lock(lock, .exclusive, path: self.lockPath, deadline: self.lockDeadline())
+        }
         switch try self.load() {
         case .contents(let contents):
             return contents
@@ -113,9 +105,9 @@ final class FileTokenStore: TokenStore {
     /// changed anything, writes the result atomically before releasing the lock.
     func update<Result>(_ body: (inout TokenStoreContents) -> Result) throws(TokenStoreError) -> Result {
         try StoreFileSystem.createDirectories(self.directory)
-        let lock = try StoreFileSystem.call("open(\(self.lockPath))", self.openLockFile())
+        let lock = try StoreFileSystem.openLockFile(self.lockPath)
         defer { StoreFileSystem.closeQuietly(lock) }
-        try FileTokenStoreLock.lock(lock, LOCK_EX, path: self.lockPath, deadline: self.lockDeadline())
+        try FileTokenStoreLock.lock(lock, .exclusive, path: self.lockPath, deadline: self.lockDeadline())
         var contents: TokenStoreContents
         switch try self.load() {
         case .contents(let found):
@@ -155,11 +147,6 @@ final class FileTokenStore: TokenStore {
         }
     }
 
-    /// `open(2)` of a lock file: created 0600, never through a symbolic link.
-    private func openLockFile() -> Int32 {
-        open(self.lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-    }
-
     /// What ``load()`` found.
     private enum Loaded {
         /// The contents (empty when there is no file).
@@ -194,21 +181,17 @@ final class FileTokenStore: TokenStore {
         let descriptor: Int32
         do {
             // Non-blocking: a FIFO in the store's place must not hold the reader.
-            descriptor = try syscallBlocking(
-                "open(\(self.path))",
-                open(self.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-            )
+            descriptor = try FileSystem.openForReading(self.path)
         } catch {
-            if error.errno == ENOENT { return nil }
-            if error.errno == ELOOP, self.isSymbolicLink {
+            if error.isNoSuchFile { return nil }
+            if error.isSymbolicLink, self.isSymbolicLink {
                 throw TokenStoreError(.insecurePermissions, self.symbolicLinkProblem)
             }
             throw TokenStoreError(io: error)
         }
         defer { StoreFileSystem.closeQuietly(descriptor) }
-        var info = stat()
-        try StoreFileSystem.call("fstat(\(self.path))", fstat(descriptor, &info))
-        if let problem = Self.fileProblem(self.path, info) { throw problem }
+        let status = try StoreFileSystem.io { () throws(SystemError) in try FileStatus.of(descriptor: descriptor) }
+        if let problem = Self.fileProblem(self.path, status) { throw problem }
         guard let data = try StoreFileSystem.readAll(descriptor, path: self.path, limit: StoreFileSystem.maxFileBytes)
         else {
             throw TokenStoreError(.corrupt, "it is larger than \(StoreFileSystem.maxFileBytes) bytes")

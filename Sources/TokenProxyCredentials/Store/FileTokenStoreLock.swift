@@ -3,14 +3,6 @@ import Foundation
 import Synchronization
 import TokenProxySupport
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A provider's refresh lock held through ``FileTokenStore``: an exclusive flock(2) on
 /// `PATH.NAME.lock` beside the store file.
 ///
@@ -71,12 +63,9 @@ final class FileTokenStoreLock: TokenStoreLock {
         provider: String,
         deadline: ContinuousClock.Instant
     ) throws(TokenStoreError) -> FileTokenStoreLock {
-        let descriptor = try StoreFileSystem.call(
-            "open(\(path))",
-            open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        )
+        let descriptor = try StoreFileSystem.openLockFile(path)
         do {
-            try Self.lock(descriptor, LOCK_EX, path: path, deadline: deadline)
+            try Self.lock(descriptor, .exclusive, path: path, deadline: deadline)
         } catch {
             StoreFileSystem.closeQuietly(descriptor)
             guard error.code == .lockTimeout else { throw error }
@@ -89,40 +78,18 @@ final class FileTokenStoreLock: TokenStoreLock {
         return FileTokenStoreLock(path: path, descriptor: descriptor)
     }
 
-    /// Takes the flock `operation` (`LOCK_SH` or `LOCK_EX`) on `descriptor`, polling with
-    /// short sleeps (5 ms doubling to 50 ms) until `deadline`, then `lock_timeout`: a process
-    /// that holds a lock for ever (stopped, hung on a disk) costs a bounded wait, never a
-    /// thread. It tries at least once, even past the deadline.
+    /// Takes the flock in `mode` on `descriptor` (``FileLock``), polling until `deadline`,
+    /// then `lock_timeout`: a process that holds a lock for ever (stopped, hung on a disk)
+    /// costs a bounded wait, never a thread. It tries at least once, even past the deadline.
     static func lock(
         _ descriptor: Int32,
-        _ operation: Int32,
+        _ mode: FileLock.Mode,
         path: String,
         deadline: ContinuousClock.Instant
     ) throws(TokenStoreError) {
-        var pause = Duration.milliseconds(5)
-        while true {
-            let outcome: IOResult<Int32>
-            do {
-                outcome = try syscall("flock(\(path))") { flock(descriptor, operation | LOCK_NB) }
-            } catch {
-                throw TokenStoreError(io: error)
-            }
-            if case .processed = outcome { return }
-            let remaining = ContinuousClock.now.duration(to: deadline)
-            guard remaining > .zero else {
-                throw TokenStoreError(.lockTimeout, "timed out waiting for the lock \(path)")
-            }
-            Self.sleep(min(pause, remaining))
-            pause = min(pause * 2, .milliseconds(50))
+        let taken = try StoreFileSystem.io { () throws(SystemError) in
+            try FileLock.lock(descriptor, mode, name: "flock(\(path))", deadline: deadline)
         }
-    }
-
-    private static func sleep(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-        var remaining = timespec()
-        while nanosleep(&request, &remaining) == -1, errno == EINTR {
-            request = remaining
-        }
+        guard taken else { throw TokenStoreError(.lockTimeout, "timed out waiting for the lock \(path)") }
     }
 }

@@ -1,10 +1,6 @@
+import Dispatch
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Synchronization
 
 /// Moves log lines to a file descriptor from a thread of its own.
 ///
@@ -15,28 +11,39 @@ import Foundation
 /// writes them out in order. While the buffer is full, new lines are dropped and counted;
 /// the count is reported through ``reportDrops(_:)`` once the descriptor takes bytes again.
 ///
-/// `@unchecked Sendable`: every stored property is either immutable or guarded by
-/// `condition`.
-package final class LogWriter: @unchecked Sendable {
+/// The buffer sits behind a `Mutex`; the writer thread sleeps on a semaphore while there is
+/// nothing to write, and whoever queues a line for a sleeping writer wakes it.
+package final class LogWriter: Sendable {
     /// The process's standard error.
-    package static let standardError = LogWriter(descriptor: STDERR_FILENO)
+    package static let standardError = LogWriter(descriptor: Descriptor.standardError)
 
     /// Bytes waiting for the writer above which new lines are dropped. The writer may hold
     /// as much again while it writes, so this also bounds the memory a stalled reader costs.
     static let defaultLimit = 1 << 20
 
     /// How long the writer lets lines gather after a write before it looks again.
-    private static let gatherMicroseconds: UInt32 = 1000
+    private static let gatherSeconds = 0.001
+
+    private struct State {
+        var pending: [UInt8] = []
+        var dropped = 0
+        var writing = false
+        var started = false
+        /// Whether the writer sleeps on `wake` (or is about to): the next line signals it.
+        var writerAsleep = false
+        /// Callers of ``flush(timeout:)`` waiting for the buffer to be written out.
+        var flushers: [DispatchSemaphore] = []
+        var dropReporter: (@Sendable (Int) -> Void)?
+    }
+
+    /// What ``append(_:)`` does once the line is in.
+    private enum AfterAppend { case nothing, start, wake }
 
     private let descriptor: Int32
     private let limit: Int
-    private let condition = NSCondition()
-    // Guarded by `condition`:
-    private var pending: [UInt8] = []
-    private var dropped = 0
-    private var writing = false
-    private var started = false
-    private var dropReporter: (@Sendable (Int) -> Void)?
+    private let state = Mutex(State())
+    /// Signalled once for each time the writer went to sleep on it.
+    private let wake = DispatchSemaphore(value: 0)
 
     /// A writer to `descriptor`, which it does not close. Its thread starts with the first
     /// line and lives as long as the process.
@@ -48,56 +55,67 @@ package final class LogWriter: @unchecked Sendable {
     /// Sets what is told, on the writer's thread, how many lines were dropped since the last
     /// report: a logger through this writer turns it into a line of the log's own format.
     package func reportDrops(_ reporter: @escaping @Sendable (Int) -> Void) {
-        self.condition.withLock { self.dropReporter = reporter }
+        self.state.withLock { $0.dropReporter = reporter }
     }
 
     /// Queues one line (its bytes as given, newline included), or drops it when the buffer
     /// is full. Never waits for the descriptor.
     package func append(_ line: some Collection<UInt8>) {
-        self.condition.lock()
-        defer { self.condition.unlock() }
-        guard self.pending.count + line.count <= self.limit else {
-            self.dropped += 1
-            return
+        let next = self.state.withLock { state -> AfterAppend in
+            guard state.pending.count + line.count <= self.limit else {
+                state.dropped += 1
+                return .nothing
+            }
+            state.pending.append(contentsOf: line)
+            if !state.started {
+                state.started = true
+                return .start
+            }
+            // While the writer is busy, this is a check in user space.
+            guard state.writerAsleep else { return .nothing }
+            state.writerAsleep = false
+            return .wake
         }
-        self.pending.append(contentsOf: line)
-        if !self.started {
-            self.started = true
-            NamedThread.start(named: "tp-log-writer") { [self] in self.run() }
+        switch next {
+        case .nothing: break
+        case .start: NamedThread.start(named: "tp-log-writer") { [self] in self.run() }
+        case .wake: self.wake.signal()
         }
-        // Without a waiter (the writer is busy), this is a check in user space.
-        self.condition.broadcast()
     }
 
     /// Waits until every line queued so far is written, for at most `timeout`; returns
     /// whether it was. For the end of the process, never for a thread serving connections.
     @discardableResult
     package func flush(timeout: Duration) -> Bool {
-        let (seconds, attoseconds) = timeout.components
-        let deadline = Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
-        self.condition.lock()
-        defer { self.condition.unlock() }
-        while !self.pending.isEmpty || self.writing {
-            guard self.condition.wait(until: deadline) else {
+        let deadline = ContinuousClock.now + timeout
+        let done = DispatchSemaphore(value: 0)
+        let written = self.state.withLock { state -> Bool in
+            guard state.pending.isEmpty, !state.writing else {
+                state.flushers.append(done)
                 return false
             }
+            return true
         }
-        return true
+        return written || done.wait(timeout: .after(deadline - .now)) == .success
     }
 
     private func run() {
         var batch: [UInt8] = []
-        self.condition.lock()
         while true {
-            while self.pending.isEmpty, self.dropped == 0 {
-                self.condition.wait()
+            let taken = self.state.withLock { state -> (dropped: Int, reporter: (@Sendable (Int) -> Void)?)? in
+                guard !state.pending.isEmpty || state.dropped > 0 else {
+                    state.writerAsleep = true
+                    return nil
+                }
+                swap(&batch, &state.pending)
+                defer { state.dropped = 0 }
+                state.writing = true
+                return (state.dropped, state.dropReporter)
             }
-            swap(&batch, &self.pending)
-            let dropped = self.dropped
-            self.dropped = 0
-            let reporter = self.dropReporter
-            self.writing = true
-            self.condition.unlock()
+            guard let (dropped, reporter) = taken else {
+                self.wake.wait()
+                continue
+            }
 
             self.write(batch)
             // Keep a small buffer for the next batch; a burst's large one goes back to malloc.
@@ -107,14 +125,16 @@ package final class LogWriter: @unchecked Sendable {
                 reporter?(dropped)
             }
 
-            self.condition.lock()
-            self.writing = false
-            self.condition.broadcast()
-            self.condition.unlock()
+            let flushers = self.state.withLock { state -> [DispatchSemaphore] in
+                state.writing = false
+                guard state.pending.isEmpty else { return [] }
+                defer { state.flushers.removeAll() }
+                return state.flushers
+            }
+            flushers.forEach { $0.signal() }
             // Let lines gather for a moment: under load that is one wake-up and one `write`
             // for many lines instead of one each; a line waits at most this long.
-            usleep(Self.gatherMicroseconds)
-            self.condition.lock()
+            Thread.sleep(forTimeInterval: Self.gatherSeconds)
         }
     }
 
@@ -122,23 +142,7 @@ package final class LogWriter: @unchecked Sendable {
     /// descriptor refuses for good (a closed pipe) are discarded.
     private func write(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { buffer in
-            guard var next = buffer.baseAddress else { return }
-            var left = buffer.count
-            while left > 0 {
-                let written = Glibc.write(self.descriptor, next, left)
-                if written > 0 {
-                    next += written
-                    left -= written
-                } else if written < 0, errno == EINTR {
-                    continue
-                } else if written < 0, errno == EAGAIN || errno == EWOULDBLOCK {
-                    // A descriptor someone made non-blocking: wait until it takes bytes.
-                    var entry = pollfd(fd: self.descriptor, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&entry, 1, -1)
-                } else {
-                    return
-                }
-            }
+            try? Descriptor.writeAll(self.descriptor, buffer)
         }
     }
 }

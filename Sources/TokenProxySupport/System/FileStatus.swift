@@ -29,9 +29,9 @@ package struct FileStatus: Equatable, Sendable {
     }
 
     /// `st_dev`.
-    var device: UInt64
+    package var device: UInt64
     /// `st_ino`: a file replaced by a rename has another one.
-    var inode: UInt64
+    package var inode: UInt64
     /// `st_size`.
     package var size: Int64
     /// `st_mtime`, whole seconds and nanoseconds.
@@ -102,8 +102,15 @@ package struct FileStatus: Equatable, Sendable {
         return FileStatus(info)
     }
 
+    /// `stat(2)` of `path`: a symbolic link is followed.
+    package static func of(path: String) throws(SystemError) -> FileStatus {
+        var info = stat()
+        _ = try syscallBlocking("stat(\(path))", stat(path, &info))
+        return FileStatus(info)
+    }
+
     /// `fstat(2)` of an open descriptor.
-    static func of(descriptor: Int32) throws(SystemError) -> FileStatus {
+    package static func of(descriptor: Int32) throws(SystemError) -> FileStatus {
         var info = stat()
         _ = try syscallBlocking("fstat", fstat(descriptor, &info))
         return FileStatus(info)

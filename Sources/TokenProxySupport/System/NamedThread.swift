@@ -1,7 +1,8 @@
 import CSystemShims
 import Foundation
 
-/// Threads of the proxy's own (the upstream engines' event loops, the log writer).
+/// Threads of the proxy's own (the upstream engines' event loops, the log writer, the deadline
+/// thread, the credential threads): every one is started here, under a name.
 package enum NamedThread {
     /// Starts a thread running `run`, named `name` for the OS too (`top -H`,
     /// `/proc/PID/task/TID/comm`, which keep at most 15 bytes of it): Foundation's

@@ -19,8 +19,13 @@ package struct SystemError: Error, Sendable, CustomStringConvertible {
         self.errno = errno
     }
 
+    /// `strerror(errno)`: what went wrong, without the call.
+    package var reason: String {
+        String(cString: strerror(self.errno))
+    }
+
     /// `call: strerror(errno)`.
     package var description: String {
-        "\(self.call): \(String(cString: strerror(self.errno)))"
+        "\(self.call): \(self.reason)"
     }
 }
