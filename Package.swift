@@ -66,8 +66,8 @@ let package = Package(
         .target(
             name: "TokenProxyCredentials",
             dependencies: [
-                "CSystemShims", "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration",
-                "TokenProxyServer", "TokenProxyUpstream", "TokenProxyMetrics",
+                "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration", "TokenProxyServer",
+                "TokenProxyUpstream", "TokenProxyMetrics",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
