@@ -51,13 +51,14 @@ package final class AuthorizationCodeLogin: Sendable {
     /// discovery and storing included, ends within `timeout` seconds (``LoginDeadline``).
     package func run(timeout: Double, present: (Prompt) -> Void) -> Result<LoginResult, LoginError> {
         let deadline = LoginDeadline(seconds: timeout)
-        let endpoints: DiscoveredEndpoints
-        switch self.client.loginEndpoints(deadline: deadline) {
+        let (endpoints, authorizationEndpoint): (DiscoveredEndpoints, String)
+        switch self.client.loginEndpoints(
+            deadline: deadline,
+            requiring: \.authorizationEndpoint,
+            key: "authorization_url"
+        ) {
         case .failure(let error): return .failure(error)
-        case .success(let found): endpoints = found
-        }
-        guard let authorizationEndpoint = endpoints.authorizationEndpoint else {
-            return .failure(LoginError(.endpointMissing, "no authorization_url (configured or discovered)"))
+        case .success(let found): (endpoints, authorizationEndpoint) = found
         }
 
         let pkce = self.provider.pkce ? PKCE() : nil

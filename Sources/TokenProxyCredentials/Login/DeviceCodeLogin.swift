@@ -57,13 +57,14 @@ package final class DeviceCodeLogin: Sendable {
     /// within what is left.
     package func run(timeout: Double, present: (Prompt) -> Void) -> Result<LoginResult, LoginError> {
         let deadline = LoginDeadline(seconds: timeout)
-        let endpoints: DiscoveredEndpoints
-        switch self.client.loginEndpoints(deadline: deadline) {
+        let deviceEndpoint: String
+        switch self.client.loginEndpoints(
+            deadline: deadline,
+            requiring: \.deviceAuthorizationEndpoint,
+            key: "device_authorization_url"
+        ) {
         case .failure(let error): return .failure(error)
-        case .success(let found): endpoints = found
-        }
-        guard let deviceEndpoint = endpoints.deviceAuthorizationEndpoint else {
-            return .failure(LoginError(.endpointMissing, "no device_authorization_url (configured or discovered)"))
+        case .success(let found): deviceEndpoint = found.required
         }
 
         // RFC 8628 §3.1.

@@ -69,4 +69,20 @@ extension TokenEndpointClient {
             result.mapError { deadline.explain(LoginError(.endpointMissing, $0.message), during: Self.discoveryStep) }
         }
     }
+
+    /// ``loginEndpoints(deadline:)`` with the endpoint the login cannot start without:
+    /// `endpoint` picks it, `key` names its configuration key in the error when it is
+    /// neither configured nor discovered.
+    func loginEndpoints(
+        deadline: LoginDeadline,
+        requiring endpoint: KeyPath<DiscoveredEndpoints, String?>,
+        key: String
+    ) -> Result<(all: DiscoveredEndpoints, required: String), LoginError> {
+        self.loginEndpoints(deadline: deadline).flatMap { endpoints in
+            guard let required = endpoints[keyPath: endpoint] else {
+                return .failure(LoginError(.endpointMissing, "no \(key) (configured or discovered)"))
+            }
+            return .success((endpoints, required))
+        }
+    }
 }

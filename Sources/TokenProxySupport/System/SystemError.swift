@@ -13,12 +13,6 @@ package struct SystemError: Error, Sendable, CustomStringConvertible {
     /// The `errno` it set.
     package var errno: Int32
 
-    /// The failure of `call`, which set `errno`.
-    package init(call: String, errno: Int32) {
-        self.call = call
-        self.errno = errno
-    }
-
     /// `strerror(errno)`: what went wrong, without the call.
     package var reason: String {
         String(cString: strerror(self.errno))
@@ -27,5 +21,11 @@ package struct SystemError: Error, Sendable, CustomStringConvertible {
     /// `call: strerror(errno)`.
     package var description: String {
         "\(self.call): \(self.reason)"
+    }
+
+    /// The failure of `call`, which set `errno`.
+    package init(call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
     }
 }
