@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import Synchronization
 import TokenProxyConfiguration
@@ -159,7 +160,11 @@ package final class ProxyService: Sendable {
             }
         }
         DeadlineScheduler.shared.schedule(at: .now + BoundedSeconds.duration(timeout)) {
-            if once.claim() { completion(false) }
+            // The completion may block (it ends the process and flushes the log): not on the
+            // deadline thread, whose actions must stay short.
+            DispatchQueue.global().async {
+                if once.claim() { completion(false) }
+            }
         }
     }
 }

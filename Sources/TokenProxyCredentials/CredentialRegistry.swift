@@ -71,8 +71,17 @@ package final class CredentialRegistry: Sendable {
             CredentialWorker.shared.run { [weak registry] in
                 guard let registry else { return }
                 let revision = store.revision()
+                guard revision != seen else {
+                    Self.scheduleStoreLook(registry, store: store, seen: seen)
+                    return
+                }
+                // A read that fails (the lock is held too long, the key file is briefly
+                // unreadable) leaves the change unseen, so the next look tries it again.
+                guard let contents = try? store.read() else {
+                    Self.scheduleStoreLook(registry, store: store, seen: seen)
+                    return
+                }
                 defer { Self.scheduleStoreLook(registry, store: store, seen: revision) }
-                guard revision != seen, let contents = try? store.read() else { return }
                 let sources = registry.entries.withLock { $0.values.map(\.source) }
                 for source in sources {
                     source.storeChanged(contents)
