@@ -36,16 +36,7 @@ package final class ProxyService: Sendable {
         self.logger = logger
         self.forwarder = forwarder
         let limits = configuration.limits
-        let settings = ConnectionSettings(
-            parserLimits: HTTPParserLimits(
-                maxRequestLineBytes: limits.maxRequestLineBytes,
-                maxHeaderBytes: limits.maxHeaderBytes,
-                maxHeaderCount: limits.maxHeaderCount,
-                maxChunkExtensionBytes: limits.maxChunkExtensionBytes
-            ),
-            headerTimeout: limits.headerTimeoutSeconds,
-            idleTimeout: limits.idleTimeoutSeconds
-        )
+        let settings = ConnectionSettings(limits: limits)
         let counter = ConnectionCounter()
         let handler = ProxyHandler(
             configuration: configuration,

@@ -38,7 +38,7 @@ struct ConnectionStateMachine: Sendable {
     private(set) var isWaitingForWritable = false
 
     /// Whether the connection is between exchanges with no byte of a next request received.
-    var isIdle: Bool { self.state == .awaitingHead(partial: false) }
+    var isIdle: Bool { self.state == .awaitingHead(partial: false) && !self.isWaitingForWritable }
 
     /// Whether the connection has been told to close.
     var isClosing: Bool {
@@ -341,6 +341,11 @@ struct ConnectionStateMachine: Sendable {
     mutating func drain() -> Action {
         self.draining = true
         switch self.state {
+        case .awaitingHead(partial: false) where self.isWaitingForWritable:
+            // The last answer is queued but a slow client is still taking it: it goes out
+            // first, then the connection closes.
+            self.state = .closing
+            return .closeAfterFlush
         case .awaitingHead(partial: false):
             self.state = .closed
             return .closeNow

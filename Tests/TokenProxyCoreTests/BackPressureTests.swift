@@ -3,7 +3,6 @@ import Testing
 @testable import TokenProxyHTTP
 @testable import TokenProxyServer
 
-
 /// Write back-pressure on an in-memory connection: a client that stops reading makes the
 /// exchange unwritable and stops its producer; one that reads again resumes it.
 struct BackPressureTests {
@@ -58,6 +57,24 @@ struct BackPressureTests {
         let response = try #require(try connection.readResponse())
         #expect(response.body == (0..<100_000).map { UInt8(truncatingIfNeeded: $0) })
         #expect(!connection.run { connection.transport.isWaitingForWritable })
+    }
+
+    /// A drain (SIGTERM) while a slow client is still taking a finished answer lets the
+    /// answer go out whole before the connection closes.
+    @Test func aDrainWaitsForAnAnswerStillGoingOut() throws {
+        var settings = ConnectionSettings(headerTimeout: 10, idleTimeout: 60)
+        settings.outputHighMark = 1024
+        let body = [UInt8](repeating: 7, count: 4096)
+        let held = HeldExchanges()
+        let connection = EmbeddedConnection(handler: held, settings: settings)
+        connection.stopReading(after: 100)
+        connection.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        connection.run { held.last?.respond(HTTPResponse(status: 200, body: body)) }
+        connection.drain()
+        #expect(!connection.isClosed)
+        connection.resumeReading()
+        #expect(try connection.readResponse()?.body == body)
+        #expect(connection.outputEnded)
     }
 
     @Test func aClientThatReadsInDribsGetsEveryByteInOrder() throws {

@@ -3,7 +3,6 @@ import Testing
 @testable import TokenProxyHTTP
 @testable import TokenProxyServer
 
-
 /// The connection's deadlines on a manual clock: each fires exactly when its time has come,
 /// never a moment before, whatever the client does in between.
 struct ConnectionDeadlineClockTests {
@@ -105,7 +104,10 @@ struct ConnectionDeadlineClockTests {
         #expect(connection.run { held.completions } == [0: false])
     }
 
-    @Test func aSlowClientThatKeepsTakingItsAnswerIsKept() throws {
+    /// The idle deadline does not cut an answer a client is still taking. (The in-memory
+    /// client is writable again after any byte it takes; a socket's sender waits for more
+    /// room, so on a socket the send deadline bounds such a client as well.)
+    @Test func theIdleDeadlineWaitsForAnAnswerTheClientKeepsTaking() throws {
         var settings = Self.settings
         settings.outputHighMark = 1024
         let body = (0..<20_000).map { UInt8(truncatingIfNeeded: $0) }

@@ -98,6 +98,15 @@ struct ConnectionLifeTests {
             ]
         ),
         Walk(
+            name: "a drain lets the last answer still going out finish, then closes",
+            steps: [
+                (.accepted, .action(.arm(.header))), (.head(), .action(.arm(.none))),
+                (.responseStarted(), .keepAlive(true)), (.wouldBlock, .action(.waitForWritable)),
+                (.responseFinished, .action(.parseBuffered(.idle))), (.drain, .action(.closeAfterFlush)),
+                (.drained, .action(.beginLingeringClose(stopWaitingForWritable: true))),
+            ]
+        ),
+        Walk(
             name: "100 Continue goes out once, when the body is first asked for",
             steps: [
                 (.head(body: true, continue: true), .action(.arm(.body))), (.expectedInput, .expects(.nothing)),

@@ -3,7 +3,6 @@ import Testing
 @testable import TokenProxyForwarding
 @testable import TokenProxyServer
 
-
 /// Table-driven walks through a forwarded request's life: each step is an event and the
 /// action the state machine must answer, and each walk ends with the outcome the access line
 /// and the metrics report.

@@ -3,7 +3,6 @@ import Testing
 @testable import TokenProxyForwarding
 @testable import TokenProxySupport
 
-
 /// Every event in every state of a forwarded request's life: each state is reached by a
 /// prefix of events, then one event is applied and the action checked, the invalid ones
 /// included (they answer `.none`).

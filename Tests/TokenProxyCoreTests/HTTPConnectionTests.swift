@@ -3,7 +3,6 @@ import Testing
 @testable import TokenProxyHTTP
 @testable import TokenProxyServer
 
-
 /// ``HTTPConnection`` over an in-memory transport: keep-alive, pipelining, heads and bodies
 /// split anywhere, and a client that leaves mid-exchange, each step taking effect at once.
 struct HTTPConnectionTests {

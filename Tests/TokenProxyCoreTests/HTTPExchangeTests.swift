@@ -2,7 +2,6 @@ import Testing
 
 @testable import TokenProxyHTTP
 
-
 /// The ways an ``HTTPExchange`` answers, seen byte for byte on an in-memory connection.
 struct HTTPExchangeTests {
     private static func exchange(

@@ -3,7 +3,6 @@ import Testing
 
 @testable import TokenProxySupport
 
-
 #if canImport(Glibc)
     import Glibc
 #endif

@@ -144,6 +144,37 @@ struct ServerSocketTests {
         #expect(try client.readResponse().status == 404)
     }
 
+    /// An answer to a head far larger than the limit reaches the client whole: the server
+    /// closes lingering, so the unread input does not make the kernel reset the connection
+    /// under the answer.
+    @Test func anOversizedHeadIsAnsweredWholeBeforeTheClose() throws {
+        let proxy = try TestProxy()
+        let client = try proxy.client()
+        let big = "X-Big: " + String(repeating: "b", count: 200_000) + "\r\n"
+        try client.send("GET / HTTP/1.1\r\nHost: localhost\r\n" + big + "\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 431)
+        #expect(response.header("X-Tokenproxy-Error") == "headers_too_large")
+        #expect(try client.isClosedByServer())
+    }
+
+    /// The configuration's `limits` reach every client connection: the parser's bounds and
+    /// the header deadline.
+    @Test func theConfiguredConnectionLimitsApply() throws {
+        var configuration = TestProxy.configuration()
+        configuration.limits.maxHeaderCount = 3
+        configuration.limits.headerTimeoutSeconds = 0.5
+        let proxy = try TestProxy(configuration)
+        let crowded = try proxy.client()
+        try crowded.send("GET / HTTP/1.1\r\nHost: localhost\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n")
+        #expect(try crowded.readResponse().status == 431)
+        let slow = try proxy.client()
+        try slow.send("GET / HTTP/1.1\r\nHost: local")
+        let late = try slow.readResponse()
+        #expect(late.status == 408)
+        #expect(late.header("X-Tokenproxy-Error") == "request_timeout")
+    }
+
     @Test func connectionsOverTheLimitGet503() throws {
         var configuration = TestProxy.configuration()
         configuration.limits.maxConnections = 2

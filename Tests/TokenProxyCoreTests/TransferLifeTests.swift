@@ -2,7 +2,6 @@ import Testing
 
 @testable import TokenProxyUpstream
 
-
 /// Table-driven walks through one upstream transfer's life: each step an event and the
 /// answer, then the deadline left and whether libcurl's resend counts.
 struct TransferLifeTests {

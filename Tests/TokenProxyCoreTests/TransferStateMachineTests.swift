@@ -3,7 +3,6 @@ import Testing
 @testable import TokenProxySupport
 @testable import TokenProxyUpstream
 
-
 /// The life of one upstream transfer: every event in every state (reached by a prefix of
 /// events), and walks that check the answers, the deadline left and libcurl's resend.
 struct TransferStateMachineTests {

@@ -4,7 +4,6 @@ import Testing
 @testable import TokenProxyServer
 @testable import TokenProxySupport
 
-
 /// An ``HTTPConnection`` over a ``MemoryTransport``, driven by the test on its own thread:
 /// send bytes (whole or split anywhere), end or reset the input, take what the connection
 /// wrote, stop and resume taking it, and move the connection's clock. Each call runs holding
@@ -89,6 +88,11 @@ final class EmbeddedConnection {
     /// The client takes bytes again, as many as are written.
     func resumeReading() {
         self.run { self.transport.receiveWindow = nil }
+    }
+
+    /// The server drains (as on SIGTERM): the connection ends once its exchanges have.
+    func drain() {
+        self.run { self.connection.drain() }
     }
 
     /// Moves the connection's clock on by `seconds`; deadlines reached fire.

@@ -6,7 +6,6 @@ import Logging
 @testable import TokenProxyServer
 @testable import TokenProxySupport
 
-
 /// A ``ProxyHandler`` over an in-memory connection, its listener said to be bound to
 /// `127.0.0.1:port`: request policy, admin endpoints and routing without a socket.
 enum EmbeddedProxy {
@@ -28,20 +27,9 @@ enum EmbeddedProxy {
             openConnections: { 1 }
         )
         handler.listenersBound(proxy: .inet(host: "127.0.0.1", port: Self.port), admin: nil)
-        let limits = configuration.limits
         return EmbeddedConnection(
             handler: handler,
-            settings: settings
-                ?? ConnectionSettings(
-                    parserLimits: HTTPParserLimits(
-                        maxRequestLineBytes: limits.maxRequestLineBytes,
-                        maxHeaderBytes: limits.maxHeaderBytes,
-                        maxHeaderCount: limits.maxHeaderCount,
-                        maxChunkExtensionBytes: limits.maxChunkExtensionBytes
-                    ),
-                    headerTimeout: limits.headerTimeoutSeconds,
-                    idleTimeout: limits.idleTimeoutSeconds
-                )
+            settings: settings ?? ConnectionSettings(limits: configuration.limits)
         )
     }
 }

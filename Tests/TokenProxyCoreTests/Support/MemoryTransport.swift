@@ -4,7 +4,6 @@ import Testing
 @testable import TokenProxyServer
 @testable import TokenProxySupport
 
-
 #if canImport(Glibc)
     import Glibc
 #endif
