@@ -1,4 +1,3 @@
-
 @testable import TokenProxyServer
 
 /// A handler that answers nothing by itself: it keeps each exchange for the test, which
