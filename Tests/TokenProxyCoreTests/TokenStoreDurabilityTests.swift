@@ -182,9 +182,13 @@ struct TokenStoreDurabilityTests {
         let group = DispatchGroup()
         group.enter()
         let waiter = fixture.store()
+        // While it is held, another holder cannot have it at all.
+        #expect(storeError { _ = try waiter.lockProvider("svc", deadline: .now) }?.code == .lockTimeout)
+        let waiting = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             defer { group.leave() }
             do {
+                waiting.signal()
                 let lock = try waiter.lockProvider("svc", deadline: .now + .seconds(30))
                 events.withLock { $0.append("acquired") }
                 lock.release()
@@ -192,7 +196,7 @@ struct TokenStoreDurabilityTests {
                 events.withLock { $0.append("\(error)") }
             }
         }
-        usleep(50_000)
+        waiting.wait()
         events.withLock { $0.append("released") }
         held.release()
         group.wait()
