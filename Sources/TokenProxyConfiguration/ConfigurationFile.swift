@@ -1,14 +1,6 @@
 import Foundation
 import TokenProxySupport
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The bounded, non-blocking read of the configuration file, with messages
 /// that name the file and the system's reason (`No such file or directory`).
 enum ConfigurationFile {
@@ -26,7 +18,7 @@ enum ConfigurationFile {
         } catch {
             let reason: String
             switch error {
-            case .system(let failure): reason = String(cString: strerror(failure.errno))
+            case .system(let failure): reason = failure.reason
             case .notRegular(.directory): reason = "it is a directory"
             case .notRegular: reason = "it is not a regular file"
             case .tooLarge(let limit): reason = "larger than \(limit) bytes"

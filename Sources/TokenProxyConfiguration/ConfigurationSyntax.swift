@@ -1,13 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The syntax rules configuration values are checked against: HTTP field names and values,
 /// host names and addresses, OAuth scope tokens.
 enum ConfigurationSyntax {

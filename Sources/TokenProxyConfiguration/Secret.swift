@@ -1,12 +1,5 @@
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import TokenProxySupport
 
 /// A configuration secret: a literal string, `{"env": NAME}` or `{"file": PATH}`.
 ///
@@ -38,10 +31,9 @@ package enum Secret: Sendable, Equatable, Decodable {
         case .literal(let value):
             return value
         case .environment(let name):
-            guard let pointer = getenv(name) else {
+            guard let value = FileSystem.environmentValue(name) else {
                 throw ConfigurationError(message: "environment variable \(name) is not set")
             }
-            let value = String(cString: pointer)
             guard !value.isEmpty else {
                 throw ConfigurationError(message: "environment variable \(name) is empty")
             }

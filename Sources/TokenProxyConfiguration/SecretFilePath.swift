@@ -1,14 +1,6 @@
 import Foundation
 import TokenProxySupport
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The way to a secret file, walked one component at a time with `lstat` and `readlink` so
 /// that ``SecretFileRules`` see every directory passed through and every symbolic link
 /// followed, and the read that comes after.
@@ -48,10 +40,10 @@ enum SecretFilePath {
                 (bytes, opened) = try BoundedFileRead.read(path: found.path, maxBytes: maxBytes)
             } catch {
                 switch error {
-                case .system(let failure) where failure.errno == ENOENT || failure.errno == ELOOP:
+                case .system(let failure) where failure.isNoSuchFile || failure.isSymbolicLink:
                     continue  // replaced since the walk: walk again
                 case .system(let failure):
-                    throw .unreadable(file, String(cString: strerror(failure.errno)))
+                    throw .unreadable(file, failure.reason)
                 case .notRegular(let kind):
                     throw .unreadable(file, "it is \(kind), not a regular file")
                 case .tooLarge(let limit):
@@ -101,7 +93,7 @@ enum SecretFilePath {
                     throw SecretFileError(.refused, problem)
                 }
                 links += 1
-                guard links <= self.maxLinks else { throw .unreadable(file, String(cString: strerror(ELOOP))) }
+                guard links <= self.maxLinks else { throw .unreadable(file, SystemError.tooManyLinksReason) }
                 let target = try self.target(of: entryPath, for: file)
                 if target.hasPrefix("/") { directories = [("/", root)] }
                 pending.append(contentsOf: self.components(target).reversed())
@@ -109,7 +101,7 @@ enum SecretFilePath {
             }
             if pending.isEmpty { return (entryPath, entry) }
             guard entry.kind == .directory else {
-                throw .unreadable(file, "\(entryPath): \(String(cString: strerror(ENOTDIR)))")
+                throw .unreadable(file, "\(entryPath): \(SystemError.notADirectoryReason)")
             }
             directories.append((entryPath, entry))
         }
@@ -128,21 +120,17 @@ enum SecretFilePath {
         do {
             return try FileStatus.ofLink(path)
         } catch {
-            let reason = String(cString: strerror(error.errno))
+            let reason = error.reason
             throw .unreadable(file, path == file ? reason : "\(path): \(reason)")
         }
     }
 
     /// What the symbolic link at `path` points to.
     private static func target(of path: String, for file: String) throws(SecretFileError) -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink(path, &buffer, buffer.count)
-        guard count >= 0 else {
-            throw .unreadable(file, "\(path): \(String(cString: strerror(errno)))")
+        do {
+            return try FileSystem.linkTarget(path)
+        } catch {
+            throw .unreadable(file, "\(path): \(error.reason)")
         }
-        guard count < buffer.count else {
-            throw .unreadable(file, "\(path): \(String(cString: strerror(ENAMETOOLONG)))")
-        }
-        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -1,13 +1,5 @@
 import TokenProxySupport
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Who may have chosen or changed a secret file (RFC 6819 §5.3.3, `docs/reference/security.md`,
 /// "Secret files"): the rules, without I/O, applied to what `lstat` and `fstat` report at
 /// every read.
@@ -30,7 +22,7 @@ struct SecretFileRules: Sendable {
     var user: UInt32
 
     /// The rules for the process's effective user.
-    static var current: SecretFileRules { SecretFileRules(user: UInt32(geteuid())) }
+    static var current: SecretFileRules { SecretFileRules(user: FileSystem.currentUser) }
 
     /// Whether an entry owned by `owner` in a directory owned by `directoryOwner` can only
     /// have been put there by someone trusted already: this user, root or the directory's owner.
@@ -49,7 +41,7 @@ struct SecretFileRules: Sendable {
     ) -> String? {
         guard directory.permissions & 0o002 != 0 else { return nil }
         let mode = directory.octalPermissions
-        guard directory.permissions & UInt32(S_ISVTX) != 0 else {
+        guard directory.isSticky else {
             return "secret file \(file) is refused: the directory \(directoryPath) is writable by others "
                 + "without the sticky bit (mode \(mode)), so anyone could replace \(entryPath); fix it with: "
                 + "chmod o-w \(directoryPath)\(self.asOwner(directory)), or keep the secret in a private directory"

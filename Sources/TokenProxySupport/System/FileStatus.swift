@@ -57,6 +57,10 @@ package struct FileStatus: Equatable, Sendable {
         }
     }
 
+    /// Whether the sticky bit is set: in a directory, only an entry's owner (or the
+    /// directory's) may remove or rename it.
+    package var isSticky: Bool { self.mode & UInt32(S_ISVTX) != 0 }
+
     /// The permission bits, set-id and sticky bits included (`0o1777`, `0o600`).
     package var permissions: UInt32 { self.mode & 0o7777 }
 

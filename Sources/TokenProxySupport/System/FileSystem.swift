@@ -64,6 +64,21 @@ package enum FileSystem {
     package static var currentUser: UInt32 {
         UInt32(geteuid())
     }
+
+    /// What the symbolic link at `path` points to (`readlink(2)`); ENAMETOOLONG for a target
+    /// longer than a path may be.
+    package static func linkTarget(_ path: String) throws(SystemError) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(path, &buffer, buffer.count)
+        guard count >= 0 else { throw SystemError(call: "readlink(\(path))", errno: errno) }
+        guard count < buffer.count else { throw SystemError(call: "readlink(\(path))", errno: ENAMETOOLONG) }
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The value of the environment variable `name`, or nil when it is not set.
+    package static func environmentValue(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
 }
 
 /// `rename(2)` under a name that does not clash with ``FileSystem/rename(_:to:)``.
@@ -80,4 +95,9 @@ extension SystemError {
     package var isSymbolicLink: Bool { self.errno == ELOOP }
     /// EACCES or EROFS: this user may not write there, or nobody may.
     package var isNotWritable: Bool { self.errno == EACCES || self.errno == EROFS }
+
+    /// The description of ELOOP, for a walk of links that goes on too long.
+    package static var tooManyLinksReason: String { String(cString: strerror(ELOOP)) }
+    /// The description of ENOTDIR, for a path whose step is not a directory.
+    package static var notADirectoryReason: String { String(cString: strerror(ENOTDIR)) }
 }
