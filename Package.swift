@@ -2,11 +2,6 @@
 import Foundation
 import PackageDescription
 
-// The layers are separate modules; in a release build, cross-module optimization lets the
-// optimizer inline and specialize across them as it did within one module (the request path
-// crosses HTTP, Server, Upstream and Forwarding on every request).
-let layerSettings: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
-
 let package = Package(
     name: "tokenproxy",
     platforms: [.macOS(.v15)],
@@ -36,23 +31,20 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: layerSettings
+            ]
         ),
-        .target(name: "TokenProxyHTTP", dependencies: ["TokenProxySupport"], swiftSettings: layerSettings),
-        .target(name: "TokenProxyConfiguration", dependencies: ["TokenProxySupport"], swiftSettings: layerSettings),
+        .target(name: "TokenProxyHTTP", dependencies: ["TokenProxySupport"]),
+        .target(name: "TokenProxyConfiguration", dependencies: ["TokenProxySupport"]),
         .target(
             name: "TokenProxyServer",
             dependencies: [
                 "CSystemShims", "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: layerSettings
+            ]
         ),
         .target(
             name: "TokenProxyUpstream",
-            dependencies: ["CCurl", "CSystemShims", "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration"],
-            swiftSettings: layerSettings
+            dependencies: ["CCurl", "CSystemShims", "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration"]
         ),
         .target(
             name: "TokenProxyMetrics",
@@ -60,8 +52,7 @@ let package = Package(
                 "TokenProxyServer",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-            ],
-            swiftSettings: layerSettings
+            ]
         ),
         .target(
             name: "TokenProxyCredentials",
@@ -71,16 +62,14 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: layerSettings
+            ]
         ),
         .target(
             name: "TokenProxyAdmin",
             dependencies: [
                 "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration", "TokenProxyServer",
                 "TokenProxyMetrics", "TokenProxyCredentials",
-            ],
-            swiftSettings: layerSettings
+            ]
         ),
         .target(
             name: "TokenProxyForwarding",
@@ -88,8 +77,7 @@ let package = Package(
                 "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration", "TokenProxyServer",
                 "TokenProxyUpstream", "TokenProxyMetrics", "TokenProxyCredentials", "TokenProxyAdmin",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: layerSettings
+            ]
         ),
         .target(
             name: "TokenProxyApp",
@@ -98,8 +86,7 @@ let package = Package(
                 "TokenProxyUpstream", "TokenProxyMetrics", "TokenProxyCredentials", "TokenProxyAdmin",
                 "TokenProxyForwarding",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: layerSettings
+            ]
         ),
         .executableTarget(
             name: "tokenproxy",
@@ -109,8 +96,7 @@ let package = Package(
                 "TokenProxyForwarding", "TokenProxyApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: layerSettings
+            ]
         ),
         .testTarget(
             name: "TokenProxyCoreTests",
