@@ -11,7 +11,7 @@ struct TokenProxyCommand: ParsableCommand {
         version: TokenProxyVersion.current,
         subcommands: [
             ServeCommand.self, CheckCommand.self, LoginCommand.self, LogoutCommand.self, TokenCommand.self,
-            StatusCommand.self, SignCommand.self, DemoCommand.self,
+            StatusCommand.self, SignCommand.self, CredentialCommand.self, DemoCommand.self,
         ]
     )
 }
