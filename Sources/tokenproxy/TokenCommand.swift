@@ -1,8 +1,8 @@
 import ArgumentParser
 import TokenProxyCredentials
 
-/// `tokenproxy token PROVIDER`: prints a valid access token (refreshing it when needed) on
-/// stdout and nothing else; every message goes to stderr.
+/// `tokenproxy token PROVIDER [--format raw|header|json]`: prints a valid access token
+/// (refreshing it when needed) on stdout and nothing else; every message goes to stderr.
 struct TokenCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token",
@@ -10,6 +10,8 @@ struct TokenCommand: ParsableCommand {
     )
     @OptionGroup var options: ConfigOption
     @Argument(help: "Provider name.") var provider: String
+    @Option(help: "raw: the token alone; header: the header line the proxy sends; json: token, type and expiry.")
+    var format: TokenPrintFormat = .raw
 
     func run() throws {
         let context = try CredentialCommandContext(options: self.options)
@@ -25,10 +27,18 @@ struct TokenCommand: ParsableCommand {
         }
         switch entry.source.waitForToken() {
         case .success(let token):
-            print(token.value)
+            switch self.format.render(token, formatter: entry.formatter, provider: self.provider) {
+            case .success(let text):
+                print(text)
+            case .failure(let error):
+                Console.error("\(error.code): \(error.message)")
+                throw ExitStatus.runtimeFailure
+            }
         case .failure(let error):
             Console.error("\(error.code): \(error.message)")
             throw ExitStatus.runtimeFailure
         }
     }
 }
+
+extension TokenPrintFormat: ExpressibleByArgument {}
