@@ -15,7 +15,12 @@ struct TokenCommand: ParsableCommand {
 
     func run() throws {
         let context = try CredentialCommandContext(options: self.options)
-        _ = try context.provider(self.provider)
+        let provider = try context.provider(self.provider)
+        // An OAuth 1.0a request carries a signature of its own, not a header made of the token.
+        guard provider.grant != .oauth1 || self.format == .raw else {
+            Console.error("--format \(self.format.rawValue) does not apply to an oauth1 provider: use tokenproxy sign")
+            throw ExitStatus.configError
+        }
         let registry = CredentialRegistry(
             configuration: context.configuration,
             fetcher: context.fetcher,

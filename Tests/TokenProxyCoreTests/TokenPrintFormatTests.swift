@@ -82,6 +82,16 @@ struct TokenPrintFormatTests {
         // The endpoint's hour, less what has passed since: in the future, at most an hour on.
         #expect(expiry > Date() && expiry <= Date().addingTimeInterval(3600))
 
+        let oauth1 = directory.path("oauth1.json")
+        try """
+        {"providers": {"o1": {"grant": "oauth1", "consumer_key": "ck", "consumer_secret": "cs",
+           "token": "tk", "token_secret": "ts"}}, "routes": []}
+        """.write(toFile: oauth1, atomically: true, encoding: .utf8)
+        let signed = try TokenProxyBinary.run(["token", "o1", "--format", "header", "--config", oauth1])
+        #expect(signed.status == 2)
+        #expect(signed.stdout.isEmpty)
+        #expect(signed.stderr.contains("tokenproxy sign"))
+
         let unknown = try TokenProxyBinary.run(["token", "api", "--format", "yaml", "--config", config])
         #expect(unknown.status == 64)
         #expect(unknown.stdout.isEmpty)
