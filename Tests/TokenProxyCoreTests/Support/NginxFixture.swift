@@ -31,7 +31,9 @@ final class NginxFixture {
         var description: String
     }
 
-    init() throws {
+    /// Starts nginx; `extraServers` adds `server` blocks to its `http` block, given the
+    /// directory that holds the certificates (`server.pem`, `server.key`, `ca.pem`).
+    init(extraServers: (String) -> String = { _ in "" }) throws {
         guard let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"].first(where: FileManager.default.isExecutableFile)
         else {
             throw Failure(description: "nginx is not installed (.ci/run installs nginx-light)")
@@ -94,6 +96,7 @@ final class NginxFixture {
                   return 200 "$http_x_pad_1$http_x_pad_2$http_x_pad_3";
                 }
               }
+              \(extraServers(directory))
             }
             """
         let configPath = "\(directory)/nginx.conf"
