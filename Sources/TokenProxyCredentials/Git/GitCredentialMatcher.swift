@@ -4,8 +4,9 @@ import TokenProxyConfiguration
 /// Picks the provider whose token answers git's request (`docs/guide/git.md`): the routes
 /// whose upstream has git's `protocol` and `host` (with its port, the scheme's default port
 /// counting as none), and, when git sends a `path` (`credential.useHttpPath`), whose upstream
-/// path is a prefix of it at a segment boundary. Of those, the longest upstream path wins,
-/// then file order. Routes without a provider never match.
+/// path is a prefix of it at a segment boundary. Of those, the longest upstream path wins
+/// when git sent a path and the shortest when it did not, then file order. Routes without a
+/// provider never match.
 package struct GitCredentialMatcher: Sendable {
     /// One route's upstream, reduced to what git can compare.
     struct Candidate: Sendable, Equatable {
@@ -44,7 +45,16 @@ package struct GitCredentialMatcher: Sendable {
             if let pathSegments {
                 guard pathSegments.starts(with: candidate.segments) else { continue }
             }
-            if best.map({ candidate.segments.count > $0.segments.count }) ?? true {
+            let better: Bool
+            if let best {
+                // With a path the most specific route wins; without one, the host-wide one.
+                better =
+                    pathSegments == nil
+                    ? candidate.segments.count < best.segments.count : candidate.segments.count > best.segments.count
+            } else {
+                better = true
+            }
+            if better {
                 best = candidate
             }
         }
