@@ -53,20 +53,22 @@ import TokenProxyConfiguration
         RouteConfiguration(pathPrefix: "/f", upstream: "https://[::1]:9000/x", provider: "v6"),
     ]
 
-    @Test(arguments: [
-        ("https", "git.example.com", nil, "host"),
-        ("https", "git.example.com:443", nil, "host"),
-        ("https", "git.example.com", "team/repo.git", "team"),
-        ("https", "git.example.com", "teams/repo.git", "host"),
-        ("https", "git.example.com", "other/repo.git", "host"),
-        ("https", "git.example.com:8443", "any/repo.git", "port"),
-        ("https", "git.example.com:9443", nil, nil),
-        ("http", "git.example.com", nil, nil),
-        ("http", "plain.example", nil, "plain"),
-        ("https", "open.example", nil, nil),
-        ("https", "[::1]:9000", "x/y.git", "v6"),
-        ("https", "[::1]:9000", "y.git", nil),
-    ] as [(String, String, String?, String?)])
+    @Test(
+        arguments: [
+            ("https", "git.example.com", nil, "host"),
+            ("https", "git.example.com:443", nil, "host"),
+            ("https", "git.example.com", "team/repo.git", "team"),
+            ("https", "git.example.com", "teams/repo.git", "host"),
+            ("https", "git.example.com", "other/repo.git", "host"),
+            ("https", "git.example.com:8443", "any/repo.git", "port"),
+            ("https", "git.example.com:9443", nil, nil),
+            ("http", "git.example.com", nil, nil),
+            ("http", "plain.example", nil, "plain"),
+            ("https", "open.example", nil, nil),
+            ("https", "[::1]:9000", "x/y.git", "v6"),
+            ("https", "[::1]:9000", "y.git", nil),
+        ] as [(String, String, String?, String?)]
+    )
     func matchesRoutes(scheme: String, host: String, path: String?, expected: String?) {
         var attributes = ["protocol": scheme, "host": host]
         attributes["path"] = path
