@@ -45,7 +45,7 @@ package enum GrantType: String, Sendable, Equatable, Hashable, CaseIterable {
     static let commonKeys: [String] = [
         "grant", "issuer", "client_auth", "scopes", "audience", "resource", "token_request_params",
         "token_request_headers", "revocation_url", "refresh_skew_seconds", "default_expires_in", "header",
-        "format", "ca_file", "allow_insecure_endpoints",
+        "format", "ca_file", "allow_insecure_endpoints", "git_username",
     ]
 
     /// The keys of an OAuth 2 client talking to a token endpoint; `alg` also signs

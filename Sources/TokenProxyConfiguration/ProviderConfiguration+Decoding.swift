@@ -90,6 +90,7 @@ private struct ProviderFieldReader {
         provider.defaultExpiresIn = self.value("default_expires_in", Double.self)
         provider.header = self.value("header", String.self) ?? "Authorization"
         provider.format = self.value("format", String.self) ?? "Bearer {token}"
+        provider.gitUsername = self.value("git_username", String.self) ?? "x-access-token"
         provider.allowInsecureEndpoints = self.value("allow_insecure_endpoints", Bool.self) ?? false
 
         provider.username = self.value("username", String.self)

@@ -219,6 +219,10 @@ private struct ProviderCheck {
         } else if !ConfigurationSyntax.isFieldValue(self.provider.format) {
             self.add("format", "must not contain CR, LF, NUL or other control characters")
         }
+        // Printed as git's `username=` attribute: a line break would start another attribute.
+        if self.provider.gitUsername.isEmpty || !ConfigurationSyntax.isFieldValue(self.provider.gitUsername) {
+            self.add("git_username", "must be non-empty, without CR, LF, NUL or other control characters")
+        }
         for (index, scope) in self.provider.scopes.enumerated() where !ConfigurationSyntax.isScopeToken(scope) {
             self.add(
                 ConfigurationPath.index("scopes", index),

@@ -54,6 +54,9 @@ package struct ProviderConfiguration: Sendable, Equatable {
     package var header: String = "Authorization"
     /// `format`: the header value, `{token}` replaced by the token. Default `Bearer {token}`.
     package var format: String = "Bearer {token}"
+    /// `git_username`: the user name `tokenproxy credential git` gives git with the token
+    /// (hosts that take a token as the password ignore or check it).
+    package var gitUsername: String = "x-access-token"
     /// `ca_file`: PEM trust anchors for the provider's own endpoints (default: system CAs).
     package var caFile: String?
     /// `allow_insecure_endpoints`: allow `http://` endpoints (tests, local servers). Default false.

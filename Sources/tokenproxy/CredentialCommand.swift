@@ -6,6 +6,6 @@ struct CredentialCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "credential",
         abstract: "Credential helpers for programs that ask a helper for their token.",
-        subcommands: [KubectlCredentialCommand.self]
+        subcommands: [GitCredentialCommand.self, KubectlCredentialCommand.self]
     )
 }

@@ -379,6 +379,18 @@ struct ConfigurationValidationTests {
             message: "did you mean 'HMAC-SHA256'?"
         ),
         .init(
+            "git_username with a line break",
+            providers: P.cc(#""git_username": "a\npassword=x""#),
+            path: "providers.p.git_username",
+            message: "without CR, LF"
+        ),
+        .init(
+            "empty git_username",
+            providers: P.cc(#""git_username": """#),
+            path: "providers.p.git_username",
+            message: "must be non-empty"
+        ),
+        .init(
             "format without {token}",
             providers: P.cc(#""format": "Bearer token""#),
             path: "providers.p.format",

@@ -122,7 +122,7 @@ final class NginxFixture {
         try? FileManager.default.removeItem(at: self.directory)
     }
 
-    private static func makeCertificates(in directory: URL) throws {
+    static func makeCertificates(in directory: URL) throws {
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         func openssl(_ arguments: [String]) throws {
             let output = try CommandRunner.run(["openssl"] + arguments, timeout: 60)
