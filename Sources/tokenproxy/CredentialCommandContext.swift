@@ -38,6 +38,26 @@ struct CredentialCommandContext {
         self.logger = logger
     }
 
+    /// A valid token of provider `name`, obtained as `serve` obtains it (through the token
+    /// store and its locks), with the provider's entry for its header; exit 1 with `CODE:
+    /// message` on stderr when it cannot be had.
+    func token(of name: String) throws -> (token: AccessToken, entry: CredentialRegistry.Entry) {
+        let registry = CredentialRegistry(
+            configuration: self.configuration,
+            fetcher: self.fetcher,
+            store: self.store,
+            logger: self.logger
+        )
+        guard let entry = registry.entry(name) else { throw ExitStatus.configError }
+        switch entry.source.waitForToken() {
+        case .success(let token):
+            return (token, entry)
+        case .failure(let error):
+            Console.error("\(error.code): \(error.message)")
+            throw ExitStatus.runtimeFailure
+        }
+    }
+
     /// The provider named `name`, or exit 2 listing the configured ones.
     func provider(_ name: String) throws -> ProviderConfiguration {
         guard let provider = self.configuration.providers[name] else {

@@ -49,26 +49,14 @@ struct GitCredentialCommand: ParsableCommand {
             }
             return
         }
-        let registry = CredentialRegistry(
-            configuration: context.configuration,
-            fetcher: context.fetcher,
-            store: context.store,
-            logger: context.logger
+        let token = try context.token(of: name).token
+        let response = GitCredentialResponse(
+            token: token.value,
+            username: provider.gitUsername,
+            expiresAt: GitCredentialResponse.wallClock(token.expiresAt),
+            bearer: request.acceptsAuthtype
         )
-        guard let entry = registry.entry(name) else { throw ExitStatus.configError }
-        switch entry.source.waitForToken() {
-        case .success(let token):
-            let response = GitCredentialResponse(
-                token: token.value,
-                username: provider.gitUsername,
-                expiresAt: GitCredentialResponse.wallClock(token.expiresAt),
-                bearer: request.acceptsAuthtype
-            )
-            print(response.text, terminator: "")
-        case .failure(let error):
-            Console.error("\(error.code): \(error.message)")
-            throw ExitStatus.runtimeFailure
-        }
+        print(response.text, terminator: "")
     }
 
     /// Reads stdin up to the blank line that ends git's attributes or the end of input,

@@ -28,30 +28,16 @@ struct KubectlCredentialCommand: ParsableCommand {
         let context = try CredentialCommandContext(options: self.options)
         let name = try self.providerName(in: context)
         _ = try context.provider(name)
-        let registry = CredentialRegistry(
-            configuration: context.configuration,
-            fetcher: context.fetcher,
-            store: context.store,
-            logger: context.logger
-        )
-        guard let entry = registry.entry(name) else {
-            throw ExitStatus.configError
+        let token = try context.token(of: name).token
+        // The expiry is kept on the monotonic clock; the wall-clock time is now plus what
+        // is left of it.
+        let expiration = token.expiresAt.map { expiresAt -> Date in
+            let left = expiresAt - ContinuousClock.now
+            let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) * 1e-18
+            return Date().addingTimeInterval(seconds)
         }
-        switch entry.source.waitForToken() {
-        case .success(let token):
-            // The expiry is kept on the monotonic clock; the wall-clock time is now plus what
-            // is left of it.
-            let expiration = token.expiresAt.map { expiresAt -> Date in
-                let left = expiresAt - ContinuousClock.now
-                let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) * 1e-18
-                return Date().addingTimeInterval(seconds)
-            }
-            let credential = ExecCredential(apiVersion: apiVersion, token: token.value, expiration: expiration)
-            FileHandle.standardOutput.write(Data(credential.json))
-        case .failure(let error):
-            Console.error("\(error.code): \(error.message)")
-            throw ExitStatus.runtimeFailure
-        }
+        let credential = ExecCredential(apiVersion: apiVersion, token: token.value, expiration: expiration)
+        FileHandle.standardOutput.write(Data(credential.json))
     }
 
     /// `--provider`, or the only configured provider; otherwise exit 2 naming the choices.

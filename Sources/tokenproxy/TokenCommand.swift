@@ -21,24 +21,10 @@ struct TokenCommand: ParsableCommand {
             Console.error("--format \(self.format.rawValue) does not apply to an oauth1 provider: use tokenproxy sign")
             throw ExitStatus.configError
         }
-        let registry = CredentialRegistry(
-            configuration: context.configuration,
-            fetcher: context.fetcher,
-            store: context.store,
-            logger: context.logger
-        )
-        guard let entry = registry.entry(self.provider) else {
-            throw ExitStatus.configError
-        }
-        switch entry.source.waitForToken() {
-        case .success(let token):
-            switch self.format.render(token, formatter: entry.formatter, provider: self.provider) {
-            case .success(let text):
-                print(text)
-            case .failure(let error):
-                Console.error("\(error.code): \(error.message)")
-                throw ExitStatus.runtimeFailure
-            }
+        let (token, entry) = try context.token(of: self.provider)
+        switch self.format.render(token, formatter: entry.formatter, provider: self.provider) {
+        case .success(let text):
+            print(text)
         case .failure(let error):
             Console.error("\(error.code): \(error.message)")
             throw ExitStatus.runtimeFailure
