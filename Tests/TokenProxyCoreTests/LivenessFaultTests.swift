@@ -127,26 +127,35 @@ struct LivenessFaultTests {
         let fixture = try FaultFixture(tokenEndpoint: fault.fault)
         let endpoint = fixture.peers.tokenEndpoint
         var open: ClientOutcome?
+        let started = ContinuousClock.now
         let answers = try fixture.gets(clients, "/api/echo") { open = try fixture.get("/open/echo") }
+        let burst = ContinuousClock.now - started
         #expect(open == .answered(200))
         #expect(answers.filter { $0 != fault.expected }.isEmpty, "\(answers.filter { $0 != fault.expected })")
 
         // One token request for every waiter, counted when it ends; a stalled attempt is the
-        // only one, others are retried within it.
-        #expect(eventually { (try? fixture.tokenRequests("error")) == 1 })
+        // only one, others are retried within it. A burst that outlasts the token request
+        // and the 1 s backoff after it (a loaded machine sends 200 clients slowly) may meet
+        // the next token request, as it should.
+        let allowed = burst < .seconds(3) ? 1 : 2
         if fault.stalls {
-            #expect(endpoint.connections == 1)
+            // Each stalled attempt is a token request of its own, counted when it gives up.
+            #expect(eventually { (try? fixture.tokenRequests("error")) == endpoint.connections })
+            #expect((1...allowed).contains(endpoint.connections), "\(endpoint.connections) attempts")
         } else {
-            #expect((1...20).contains(endpoint.connections), "\(endpoint.connections) attempts")
+            #expect(eventually { (1...allowed).contains((try? fixture.tokenRequests("error")) ?? 0) })
+        }
+        let requested = try fixture.tokenRequests("error")
+        if !fault.stalls {
+            #expect((requested...20 * requested).contains(endpoint.connections), "\(endpoint.connections) attempts")
         }
 
         // While the failure is remembered, requests get it without a new token request.
         let asked = endpoint.connections
         let remembered = try fixture.gets(clients, "/api/echo")
         #expect(remembered.filter { $0 != fault.expected }.isEmpty, "\(remembered.filter { $0 != fault.expected })")
-        let failures = try fixture.tokenRequests("error")
         #expect(endpoint.connections == asked)
-        #expect(failures == 1)
+        #expect(try fixture.tokenRequests("error") == requested)
 
         // Once the endpoint heals and the backoff has passed, tokens flow again.
         endpoint.fault = .token("healed")
