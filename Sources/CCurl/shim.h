@@ -72,6 +72,10 @@ static inline CURLcode tp_easy_getinfo_off_t(CURL *handle, CURLINFO info, curl_o
     return curl_easy_getinfo(handle, info, value);
 }
 
+static inline CURLcode tp_easy_getinfo_socket(CURL *handle, CURLINFO info, curl_socket_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
 static inline CURLMcode tp_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
     return curl_multi_setopt(handle, option, value);
 }

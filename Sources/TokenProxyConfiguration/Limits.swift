@@ -41,6 +41,11 @@ package struct Limits: Sendable, Equatable, Decodable {
     /// `upstream_idle_seconds`: how long a response body may bring no byte before the exchange
     /// is aborted. Default 60.
     package var upstreamIdleSeconds: Double = 60
+    /// `tunnel_idle_seconds`: how long an upgraded connection (a WebSocket tunnel) may carry
+    /// no byte either way before both sides are closed. Default 300.
+    package var tunnelIdleSeconds: Double = 300
+    /// `max_tunnels`: open upgraded connections; more get 503 `too_many_tunnels`. Default 1024.
+    package var maxTunnels: Int = 1_024
 
     /// The longest duration accepted, one day: longer is surely a mistake (milliseconds
     /// written as seconds), and keeps every deadline far from overflow.
@@ -58,6 +63,7 @@ package struct Limits: Sendable, Equatable, Decodable {
             ("max_chunk_extension_bytes", \.maxChunkExtensionBytes),
             ("replay_buffer_bytes", \.replayBufferBytes),
             ("max_connections", \.maxConnections),
+            ("max_tunnels", \.maxTunnels),
         ]
     }
 
@@ -73,6 +79,7 @@ package struct Limits: Sendable, Equatable, Decodable {
             ("token_request_seconds", \.tokenRequestSeconds),
             ("token_failure_backoff_seconds", \.tokenFailureBackoffSeconds),
             ("upstream_idle_seconds", \.upstreamIdleSeconds),
+            ("tunnel_idle_seconds", \.tunnelIdleSeconds),
         ]
     }
 

@@ -79,6 +79,16 @@ extension RouteConfiguration {
                 add(ConfigurationPath.index("remove_headers", index), problem)
             }
         }
+        for (index, name) in self.upgradeProtocols.enumerated() {
+            // RFC 9110 §7.8: protocol-name ["/" protocol-version], both tokens.
+            let parts = name.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+            if !parts.allSatisfy({ ConfigurationSyntax.isToken(String($0)) }) {
+                add(
+                    ConfigurationPath.index("upgrade_protocols", index),
+                    "must be an Upgrade protocol name such as \"websocket\" (a token, optionally /version)"
+                )
+            }
+        }
         return problems
     }
 

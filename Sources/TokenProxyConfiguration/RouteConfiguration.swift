@@ -40,6 +40,10 @@ package struct RouteConfiguration: Sendable, Equatable {
     package var addHeaders: [String: String]
     /// `remove_headers`: client headers removed before forwarding (case-insensitive).
     package var removeHeaders: [String]
+    /// `upgrade_protocols`: the `Upgrade` tokens (RFC 9110 §7.8) this route passes through
+    /// as a tunnel, compared case-insensitively; `[]` refuses every upgrade. Default
+    /// `["websocket"]` (`docs/guide/websocket.md`).
+    package var upgradeProtocols: [String]
 
     /// Creates a route; every omitted argument has its configuration default, and the name
     /// defaults to the path prefix.
@@ -59,7 +63,8 @@ package struct RouteConfiguration: Sendable, Equatable {
         clientKey: Secret? = nil,
         timeoutSeconds: Double? = nil,
         addHeaders: [String: String] = [:],
-        removeHeaders: [String] = []
+        removeHeaders: [String] = [],
+        upgradeProtocols: [String] = ["websocket"]
     ) {
         self.name = name ?? pathPrefix
         self.pathPrefix = pathPrefix
@@ -77,13 +82,14 @@ package struct RouteConfiguration: Sendable, Equatable {
         self.timeoutSeconds = timeoutSeconds
         self.addHeaders = addHeaders
         self.removeHeaders = removeHeaders
+        self.upgradeProtocols = upgradeProtocols
     }
 
     /// Every JSON key of a route.
     static let keys = [
         "name", "path_prefix", "host", "upstream", "strip_prefix", "provider", "allow_insecure_upstream",
         "incoming_authorization", "retry_on_401", "preserve_host", "ca_file", "client_cert", "client_key",
-        "timeout_seconds", "add_headers", "remove_headers",
+        "timeout_seconds", "add_headers", "remove_headers", "upgrade_protocols",
     ]
 
     /// `prefix` without a trailing `/`, except for the root `/` itself.
@@ -132,7 +138,12 @@ extension RouteConfiguration: Decodable {
                     forKey: ConfigurationCodingKey("remove_headers"),
                     problems
                 )
-                    ?? []
+                    ?? [],
+                upgradeProtocols: object.configList(
+                    String.self,
+                    forKey: ConfigurationCodingKey("upgrade_protocols"),
+                    problems
+                ) ?? ["websocket"]
             )
         }
     }

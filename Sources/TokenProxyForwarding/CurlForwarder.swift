@@ -18,6 +18,8 @@ package final class CurlForwarder: RouteForwarder {
     /// Fixed at start, like the listeners (a reload changes providers, not limits).
     private let limits: Limits
     private let bases = Mutex<[String: UpstreamURL.Base]>([:])
+    /// Open tunnels against `limits.max_tunnels`.
+    let tunnels: TunnelSlots
 
     /// Creates a forwarder over `engine` for `configuration`'s providers, keeping tokens in
     /// `store` (by default the configuration's `token_store`).
@@ -60,6 +62,7 @@ package final class CurlForwarder: RouteForwarder {
         self.engines = engines
         self.credentials = credentials
         self.limits = limits
+        self.tunnels = TunnelSlots(limit: limits.maxTunnels)
     }
 
     /// The providers' credential sources, for `readyz`.
@@ -107,6 +110,36 @@ package final class CurlForwarder: RouteForwarder {
             if !(route.incomingAuthorization == .keep && exchange.head.headers.contains(found.formatter.header)) {
                 entry = found
             }
+        }
+        switch TunnelRequest.kind(of: exchange.head, route: route) {
+        case .ordinary:
+            break
+        case .refused(let error):
+            exchange.respond(to: error)
+            return
+        case .upgrade(let protocols):
+            guard self.tunnels.take() else {
+                exchange.respond(
+                    to: ProxyError(
+                        .tooManyTunnels,
+                        "\(self.tunnels.limit) tunnels are open (limits.max_tunnels)",
+                        route: route.name
+                    )
+                )
+                return
+            }
+            TunnelAttempt(
+                exchange: exchange,
+                match: match,
+                base: base,
+                url: url,
+                protocols: protocols,
+                entry: entry,
+                limits: limits,
+                slots: self.tunnels,
+                logger: logger
+            ).begin()
+            return
         }
         let idempotent = ReplayStateMachine.isIdempotent(exchange.head.method)
         let machine = ForwardingStateMachine(

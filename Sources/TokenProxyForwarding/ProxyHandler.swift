@@ -300,6 +300,11 @@ package final class ProxyHandler: HTTPExchangeHandler {
             if !finished {
                 metadata["aborted"] = "true"
             }
+            if exchange.isTunnel {
+                // One line per tunnel at its end: bytes each way, and its whole duration.
+                metadata["tunnel"] = "true"
+                metadata["request_bytes"] = "\(exchange.requestBodyBytes)"
+            }
             for (key, value) in exchange.logFields {
                 metadata[key] = .string(value)
             }

@@ -14,7 +14,8 @@ extension ConnectionSettings {
                 maxChunkExtensionBytes: limits.maxChunkExtensionBytes
             ),
             headerTimeout: limits.headerTimeoutSeconds,
-            idleTimeout: limits.idleTimeoutSeconds
+            idleTimeout: limits.idleTimeoutSeconds,
+            tunnelIdleTimeout: limits.tunnelIdleSeconds
         )
     }
 }

@@ -10,6 +10,8 @@ extension ConnectionStateMachine {
         case idle
         /// Inactivity while reading a request body.
         case body
+        /// No byte either way through an upgraded connection (`limits.tunnel_idle_seconds`).
+        case tunnel
         /// No client deadline: the handler is producing the response.
         case none
     }
@@ -20,6 +22,8 @@ extension ConnectionStateMachine {
         case head
         /// Body bytes (and the end) of the current request, for its reader.
         case body
+        /// Every byte as it came, for the exchange that upgraded the connection.
+        case tunnel
         /// Nothing: the current exchange holds the stream, its reader is absent or paused, or
         /// the connection is ending. Bytes stay buffered.
         case nothing
@@ -47,6 +51,14 @@ extension ConnectionStateMachine {
         /// The request is complete: no input deadline runs while the response is produced;
         /// hand `.end` to the body reader.
         case deliverEnd
+        /// Hand the exchange what the client sent through the tunnel (buffered bytes, then its
+        /// end once it came), as far as the exchange reads; the tunnel's deadline keeps running.
+        case deliverTunnelInput
+        /// The tunnel's other side ended: shut our sending side once the output drained.
+        case shutdownOutputWhenDrained
+        /// The output drained after the tunnel's other side ended: shut our sending side (a
+        /// FIN), reading on; `stopWaitingForWritable` as its own action says.
+        case shutdownOutput(stopWaitingForWritable: Bool)
         /// The request broke after its response started: abort the exchange, so the client
         /// sees the response break off.
         case abortExchange

@@ -15,6 +15,9 @@ struct ConnectionStateMachine: Sendable {
         case awaitingHead(partial: Bool)
         /// An exchange is active.
         case exchange(Exchange)
+        /// The exchange's answer switched protocols (101): the connection is a byte tunnel,
+        /// no longer parsed as HTTP, until its exchange ends it.
+        case tunnel(Tunnel)
         /// The last answer is queued (the response asked for the close, the request was
         /// rejected, or the exchange was aborted): the lingering close begins once the
         /// output has drained.
@@ -37,6 +40,22 @@ struct ConnectionStateMachine: Sendable {
     /// send deadline runs).
     private(set) var isWaitingForWritable = false
 
+    /// An upgraded connection's state.
+    struct Tunnel: Sendable, Equatable {
+        /// The exchange asked for the client's bytes.
+        var reading = false
+        /// The client closed its sending side.
+        var inputEnded = false
+        /// The exchange was told of that end.
+        var endDelivered = false
+        /// The other side ended: our sending side shuts once the output drained.
+        var outputEnded = false
+        /// Our sending side is shut.
+        var outputShut = false
+        /// The exchange paused the client's bytes (the other side is slow to take them).
+        var paused = false
+    }
+
     /// Whether the connection is between exchanges with no byte of a next request received.
     var isIdle: Bool { self.state == .awaitingHead(partial: false) && !self.isWaitingForWritable }
 
@@ -44,18 +63,25 @@ struct ConnectionStateMachine: Sendable {
     var isClosing: Bool {
         switch self.state {
         case .closing, .lingering, .closed: return true
-        case .awaitingHead, .exchange: return false
+        case .awaitingHead, .exchange, .tunnel: return false
         }
     }
 
     /// Whether the connection is closed.
     var isClosed: Bool { self.state == .closed }
 
+    /// Whether the connection is an upgraded tunnel.
+    var isTunnel: Bool {
+        if case .tunnel = self.state { return true }
+        return false
+    }
+
     /// What the parser should be fed next.
     var expectedInput: ExpectedInput {
         switch self.state {
         case .awaitingHead: return .head
         case .exchange(let exchange): return exchange.parsesBody ? .body : .nothing
+        case .tunnel(let tunnel): return tunnel.reading && !tunnel.paused ? .tunnel : .nothing
         case .closing, .lingering, .closed: return .nothing
         }
     }
@@ -72,6 +98,8 @@ struct ConnectionStateMachine: Sendable {
         switch self.state {
         case .exchange(let exchange) where exchange.isStreaming:
             return .armAndParse(.body)
+        case .tunnel:
+            return .armAndParse(.tunnel)
         case .awaitingHead, .exchange, .closing:
             return .parse
         case .lingering:
@@ -101,7 +129,7 @@ struct ConnectionStateMachine: Sendable {
             )
             self.state = .exchange(exchange)
             return .arm(hasBody ? .body : .none)
-        case .exchange, .closing, .lingering, .closed:
+        case .exchange, .tunnel, .closing, .lingering, .closed:
             return .none
         }
     }
@@ -122,7 +150,7 @@ struct ConnectionStateMachine: Sendable {
             guard !exchange.responseStarted else { return .abortExchange }
             self.state = .closing
             return .rejectRequest(error)
-        case .closing, .lingering, .closed:
+        case .tunnel, .closing, .lingering, .closed:
             return .none
         }
     }
@@ -140,6 +168,12 @@ struct ConnectionStateMachine: Sendable {
             // frees the connection, as nginx does unless told to ignore client aborts.
             self.state = .closed
             return .closeNow
+        case .tunnel(var tunnel):
+            // A half-close: the exchange passes it on and ends the tunnel when both sides
+            // have ended.
+            tunnel.inputEnded = true
+            self.state = .tunnel(tunnel)
+            return .deliverTunnelInput
         case .lingering:
             // The client read our answer and closed too.
             self.state = .closed
@@ -153,12 +187,23 @@ struct ConnectionStateMachine: Sendable {
 
     /// The handler asked for the request body.
     mutating func bodyRequested() -> Action {
-        self.withExchange { $0.bodyRequested() }
+        if case .tunnel(var tunnel) = self.state {
+            guard !tunnel.reading else { return .none }
+            tunnel.reading = true
+            self.state = .tunnel(tunnel)
+            return .deliverTunnelInput
+        }
+        return self.withExchange { $0.bodyRequested() }
     }
 
     /// The handler paused the request body: the socket is not read while it has bytes to come.
     mutating func bodyPaused() -> Action {
-        self.withExchange {
+        if case .tunnel(var tunnel) = self.state {
+            tunnel.paused = true
+            self.state = .tunnel(tunnel)
+            return .none
+        }
+        return self.withExchange {
             $0.bodyPaused()
             return .none
         }
@@ -166,7 +211,53 @@ struct ConnectionStateMachine: Sendable {
 
     /// The handler resumed the request body.
     mutating func bodyResumed() -> Action {
-        self.withExchange { $0.bodyResumed() }
+        if case .tunnel(var tunnel) = self.state {
+            guard tunnel.paused else { return .none }
+            tunnel.paused = false
+            self.state = .tunnel(tunnel)
+            return .deliverTunnelInput
+        }
+        return self.withExchange { $0.bodyResumed() }
+    }
+
+    // MARK: The tunnel
+
+    /// The exchange's answer switched protocols (RFC 9110 §15.2.2) and its head is queued:
+    /// from now on the connection carries bytes both ways, unparsed, with the tunnel's idle
+    /// deadline. Input waits until the exchange asks for it (``bodyRequested()``); buffered
+    /// input (sent after the request head) is the tunnel's first.
+    mutating func upgraded() -> Action {
+        guard case .exchange = self.state else { return .none }
+        var tunnel = Tunnel()
+        tunnel.inputEnded = self.inputClosed
+        self.state = .tunnel(tunnel)
+        return .arm(.tunnel)
+    }
+
+    /// Whether the client's end of input is due to the exchange now: it ended, the exchange
+    /// reads, and it was not delivered yet. Marks it delivered.
+    mutating func takeTunnelInputEnd() -> Bool {
+        guard case .tunnel(var tunnel) = self.state, tunnel.reading, !tunnel.paused, tunnel.inputEnded,
+            !tunnel.endDelivered
+        else { return false }
+        tunnel.endDelivered = true
+        self.state = .tunnel(tunnel)
+        return true
+    }
+
+    /// The tunnel's other side sent its last byte: once the output drained, our sending side
+    /// is shut (a half-close passed on), and the client may go on sending.
+    mutating func tunnelOutputEnded() -> Action {
+        guard case .tunnel(var tunnel) = self.state, !tunnel.outputEnded else { return .none }
+        tunnel.outputEnded = true
+        self.state = .tunnel(tunnel)
+        return .shutdownOutputWhenDrained
+    }
+
+    /// Bytes from the tunnel's other side were queued for the client: the tunnel is not idle.
+    mutating func tunnelBytesQueued() -> Action {
+        guard case .tunnel = self.state else { return .none }
+        return .arm(.tunnel)
     }
 
     /// The response head is about to be written. Returns whether the connection stays open
@@ -181,7 +272,7 @@ struct ConnectionStateMachine: Sendable {
             exchange.responseStarts(keepAlive: stays)
             self.state = .exchange(exchange)
             return stays
-        case .awaitingHead, .closing, .lingering, .closed:
+        case .awaitingHead, .tunnel, .closing, .lingering, .closed:
             return false
         }
     }
@@ -193,7 +284,7 @@ struct ConnectionStateMachine: Sendable {
         case .exchange(var exchange):
             exchange.keepAlive = false
             self.state = .exchange(exchange)
-        case .awaitingHead, .closing, .lingering, .closed:
+        case .awaitingHead, .tunnel, .closing, .lingering, .closed:
             break
         }
     }
@@ -210,6 +301,10 @@ struct ConnectionStateMachine: Sendable {
             }
             self.state = .awaitingHead(partial: false)
             return .parseBuffered(.idle)
+        case .tunnel:
+            // A tunnel never goes back to HTTP: it ends with the connection.
+            self.state = .closing
+            return .closeAfterFlush
         case .awaitingHead, .closing, .lingering, .closed:
             return .none
         }
@@ -219,7 +314,7 @@ struct ConnectionStateMachine: Sendable {
     /// client sees the response break off rather than complete.
     mutating func exchangeAborted() -> Action {
         switch self.state {
-        case .exchange:
+        case .exchange, .tunnel:
             self.state = .closing
             return .flushAndClose
         case .awaitingHead, .closing, .lingering, .closed:
@@ -240,6 +335,8 @@ struct ConnectionStateMachine: Sendable {
             wanted = true
         case .exchange(let exchange) where exchange.pausesReading:
             wanted = false
+        case .tunnel(let tunnel):
+            wanted = !tunnel.inputEnded && !tunnel.paused && !inputBufferFull
         case .awaitingHead, .exchange, .closing:
             wanted = !self.inputClosed && !inputBufferFull
         case .closed:
@@ -253,7 +350,7 @@ struct ConnectionStateMachine: Sendable {
     /// The socket took none of the queued output.
     mutating func writeWouldBlock() -> Action {
         switch self.state {
-        case .awaitingHead, .exchange, .closing:
+        case .awaitingHead, .exchange, .tunnel, .closing:
             guard !self.isWaitingForWritable else { return .none }
             self.isWaitingForWritable = true
             return .waitForWritable
@@ -265,7 +362,7 @@ struct ConnectionStateMachine: Sendable {
     /// The socket took some of the queued output.
     mutating func bytesWritten() -> Action {
         switch self.state {
-        case .awaitingHead, .exchange, .closing:
+        case .awaitingHead, .exchange, .tunnel, .closing:
             // Progress: the client took bytes, so it has the full time again.
             return self.isWaitingForWritable ? .armSendDeadline : .none
         case .lingering, .closed:
@@ -280,6 +377,16 @@ struct ConnectionStateMachine: Sendable {
             guard self.isWaitingForWritable else { return .none }
             self.isWaitingForWritable = false
             return .stopWaitingForWritable
+        case .tunnel(var tunnel):
+            // The other side's end goes out once everything before it did, once.
+            let waiting = self.isWaitingForWritable
+            self.isWaitingForWritable = false
+            if tunnel.outputEnded, !tunnel.outputShut {
+                tunnel.outputShut = true
+                self.state = .tunnel(tunnel)
+                return .shutdownOutput(stopWaitingForWritable: waiting)
+            }
+            return waiting ? .stopWaitingForWritable : .none
         case .closing:
             // RFC 9112 §9.6: a server closes in stages, so that unread request bytes do not
             // make the kernel reset the connection and destroy the answer still unread.
@@ -316,6 +423,10 @@ struct ConnectionStateMachine: Sendable {
             }
             self.state = .closed
             return .closeNow
+        case .tunnel:
+            // No byte either way for the tunnel's idle time: both sides are closed.
+            self.state = .closed
+            return .closeNow
         case .exchange, .closing, .lingering, .closed:
             return .none
         }
@@ -332,7 +443,7 @@ struct ConnectionStateMachine: Sendable {
         case .lingering:
             self.state = .closed
             return .closeNow
-        case .awaitingHead, .exchange, .closing, .closed:
+        case .awaitingHead, .exchange, .tunnel, .closing, .closed:
             return .none
         }
     }
@@ -349,7 +460,8 @@ struct ConnectionStateMachine: Sendable {
         case .awaitingHead(partial: false):
             self.state = .closed
             return .closeNow
-        case .awaitingHead(partial: true), .exchange, .closing, .lingering, .closed:
+        case .awaitingHead(partial: true), .exchange, .tunnel, .closing, .lingering, .closed:
+            // A tunnel stays until its sides end it, or the drain timeout.
             return .none
         }
     }
@@ -357,7 +469,7 @@ struct ConnectionStateMachine: Sendable {
     /// A read or write failed: nothing more can be sent.
     mutating func failed() -> Action {
         switch self.state {
-        case .awaitingHead, .exchange, .closing, .lingering:
+        case .awaitingHead, .exchange, .tunnel, .closing, .lingering:
             self.state = .closed
             return .closeNow
         case .closed:
@@ -372,7 +484,7 @@ struct ConnectionStateMachine: Sendable {
             let action = body(&exchange)
             self.state = .exchange(exchange)
             return action
-        case .awaitingHead, .closing, .lingering, .closed:
+        case .awaitingHead, .tunnel, .closing, .lingering, .closed:
             return .none
         }
     }

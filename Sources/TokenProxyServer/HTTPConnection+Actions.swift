@@ -27,6 +27,18 @@ extension HTTPConnection {
         case .deliverEnd:
             self.arm(.none)
             self.current?.deliverBody(.end)
+        case .deliverTunnelInput:
+            self.deliverTunnelInput()
+            self.updateReadInterest()
+        case .shutdownOutputWhenDrained:
+            if self.output.isEmpty {
+                self.perform(self.lifecycle.outputDrained())
+            }
+        case .shutdownOutput(let stopWaitingForWritable):
+            if stopWaitingForWritable {
+                self.perform(.stopWaitingForWritable)
+            }
+            self.transport.shutdownOutput()
         case .abortExchange:
             self.current?.abort()
         case .rejectRequest(let error):
@@ -87,6 +99,7 @@ extension HTTPConnection {
         switch timer {
         case .header: seconds = self.settings.headerTimeout
         case .idle, .body: seconds = self.settings.idleTimeout
+        case .tunnel: seconds = self.settings.tunnelIdleTimeout
         case .none:
             _ = self.deadlines.setInput(nil)
             return
@@ -94,11 +107,13 @@ extension HTTPConnection {
         self.reschedule(self.deadlines.setInput(self.transport.now + seconds))
     }
 
-    /// A client that takes no byte of its answer for the idle time is dropped (nginx's
+    /// A client that takes no byte of its answer for the idle time (a tunnel's idle time
+    /// through a tunnel) is dropped (nginx's
     /// `send_timeout`): otherwise it would hold the connection, and in the proxy an upstream
     /// transfer, for as long as it likes; it also bounds any wait for a writable event.
     private func armSendDeadline() {
-        self.reschedule(self.deadlines.setSend(self.transport.now + self.settings.idleTimeout))
+        let seconds = self.lifecycle.isTunnel ? self.settings.tunnelIdleTimeout : self.settings.idleTimeout
+        self.reschedule(self.deadlines.setSend(self.transport.now + seconds))
     }
 
     private func reschedule(_ fire: DispatchTime?) {

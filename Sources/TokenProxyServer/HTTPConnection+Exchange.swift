@@ -12,6 +12,11 @@ extension HTTPConnection: HTTPExchangeConnection {
     func exchangePauseBody(_ exchange: HTTPExchange) {
         guard exchange === self.current else { return }
         self.perform(self.lifecycle.bodyPaused())
+        if self.lifecycle.isTunnel {
+            // A tunnel's pause comes from the other side's events, outside any parse pass
+            // that would look at the read interest afterwards.
+            self.updateReadInterest()
+        }
     }
 
     /// The exchange's handler resumed the request body.
@@ -48,6 +53,12 @@ extension HTTPConnection: HTTPExchangeConnection {
     /// next read would otherwise take them for a response of its own).
     func exchangeSendBody(_ exchange: HTTPExchange, _ bytes: UnsafeRawBufferPointer) {
         guard exchange === self.current else { return }
+        if self.lifecycle.isTunnel {
+            self.output.append(contentsOf: bytes)
+            self.perform(self.lifecycle.tunnelBytesQueued())
+            self.flush()
+            return
+        }
         if self.output.appending({ self.encoder.encodeBody(bytes, into: &$0) }) == .exceedsLength {
             exchange.abort()
             return
@@ -61,16 +72,43 @@ extension HTTPConnection: HTTPExchangeConnection {
     @discardableResult
     func exchangeFinish(_ exchange: HTTPExchange) -> Bool {
         guard exchange === self.current else { return true }
-        guard self.encoder.isBodyComplete else {
+        guard self.lifecycle.isTunnel || self.encoder.isBodyComplete else {
             self.exchangeAbort(exchange)
             return false
         }
-        self.output.appending { self.encoder.encodeEnd(into: &$0) }
+        if !self.lifecycle.isTunnel {
+            self.output.appending { self.encoder.encodeEnd(into: &$0) }
+        }
         self.current = nil
         let action = self.lifecycle.responseFinished()
         self.flush()
         self.perform(action)
         return true
+    }
+
+    /// Queues the `101 Switching Protocols` head as it is (the upstream's `Upgrade` and
+    /// `Connection` fields included, no framing) and turns the connection into a tunnel.
+    func exchangeUpgrade(_ exchange: HTTPExchange, _ head: HTTPResponseHead) {
+        guard exchange === self.current, head.status == 101 else { return }
+        var bytes = Array("HTTP/1.1 101 \(head.reason ?? "Switching Protocols")\r\n".utf8)
+        head.headers.forEachField { name, value in
+            bytes.append(contentsOf: name)
+            bytes.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: " ")])
+            bytes.append(contentsOf: value)
+            bytes.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n")])
+        }
+        bytes.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n")])
+        self.output.append(contentsOf: bytes)
+        self.perform(self.lifecycle.upgraded())
+        self.flush()
+        self.updateReadInterest()
+    }
+
+    /// The tunnel's other side sent its last byte: our sending side shuts once what is
+    /// queued went out.
+    func exchangeEndTunnelOutput(_ exchange: HTTPExchange) {
+        guard exchange === self.current else { return }
+        self.perform(self.lifecycle.tunnelOutputEnded())
     }
 
     /// Ends the exchange without completing its response: what was already queued (a head,

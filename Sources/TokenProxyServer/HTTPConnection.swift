@@ -132,11 +132,28 @@ final class HTTPConnection<Transport: ConnectionTransport> {
                 guard self.parseHead() else { break parsing }
             case .body:
                 guard let exchange = self.current, self.parseBody(exchange) else { break parsing }
+            case .tunnel:
+                self.deliverTunnelInput()
+                break parsing
             case .nothing:
                 break parsing
             }
         }
         self.updateReadInterest()
+    }
+
+    /// Hands a tunnel's exchange the bytes buffered, unparsed, then the client's end once it
+    /// came, as far as the state machine says the exchange reads.
+    func deliverTunnelInput() {
+        guard self.lifecycle.expectedInput == .tunnel, let exchange = self.current else { return }
+        if !self.input.isEmpty {
+            let bytes = self.input.withUnsafeReadableBytes { Array($0) }
+            self.input.removeAll(keepingCapacity: true)
+            exchange.deliverBody(.bytes(bytes))
+        }
+        if self.lifecycle.takeTunnelInputEnd() {
+            exchange.deliverBody(.end)
+        }
     }
 
     /// Parses toward the next head; returns whether to keep going.

@@ -49,6 +49,12 @@ package final class HTTPExchange {
     package private(set) var responseStatus: Int?
     /// Body bytes handed to ``sendBody(_:)``.
     package private(set) var responseBodyBytes = 0
+    /// Request body bytes handed to the body reader (through a tunnel: every byte the client
+    /// sent after the upgrade).
+    package private(set) var requestBodyBytes = 0
+    /// Whether the response switched protocols: the connection is a tunnel
+    /// (``upgrade(_:)``).
+    package private(set) var isTunnel = false
 
     init(
         head: HTTPRequestHead,
@@ -99,6 +105,27 @@ package final class HTTPExchange {
         guard !self.responseStarted, !self.isComplete else { return }
         self.responseStatus = head.status
         self.connection?.exchangeSendHead(self, head, closeConnection: false)
+    }
+
+    /// Answers `101 Switching Protocols` with `head` (its `Upgrade` and `Connection` fields
+    /// go out as they are) and turns the connection into a tunnel (RFC 9110 §7.8): from now
+    /// on ``readBody(_:)`` delivers every byte the client sends, and ``sendBody(_:)`` writes
+    /// bytes as they are. ``endTunnelOutput()`` passes the other side's end on;
+    /// ``finish()`` ends the tunnel and the connection.
+    package func upgrade(_ head: HTTPResponseHead) {
+        self.assertInContext()
+        guard !self.responseStarted, !self.isComplete, head.status == 101 else { return }
+        self.responseStatus = 101
+        self.isTunnel = true
+        self.connection?.exchangeUpgrade(self, head)
+    }
+
+    /// The tunnel's other side ended: the client's receiving side is shut once what is
+    /// queued went out, and the client may go on sending.
+    package func endTunnelOutput() {
+        self.assertInContext()
+        guard self.isTunnel, !self.isComplete else { return }
+        self.connection?.exchangeEndTunnelOutput(self)
     }
 
     /// Sends part of the response body.
@@ -200,6 +227,9 @@ package final class HTTPExchange {
     /// Called by the connection with body bytes or the end, when its state machine says the
     /// reader takes them.
     func deliverBody(_ event: RequestBodyEvent) {
+        if case .bytes(let bytes) = event {
+            self.requestBodyBytes += bytes.count
+        }
         self.bodyHandler?(event)
     }
 }

@@ -27,6 +27,12 @@ protocol HTTPExchangeConnection: AnyObject {
     @discardableResult
     func exchangeFinish(_ exchange: HTTPExchange) -> Bool
 
+    /// Queues a `101` head and turns the connection into a tunnel.
+    func exchangeUpgrade(_ exchange: HTTPExchange, _ head: HTTPResponseHead)
+
+    /// Shuts the client's receiving side once queued bytes went out.
+    func exchangeEndTunnelOutput(_ exchange: HTTPExchange)
+
     /// Ends the exchange without completing its response.
     func exchangeAbort(_ exchange: HTTPExchange)
 

@@ -110,6 +110,31 @@ struct CurlEasy {
         return microseconds > 0
     }
 
+    /// Runs the transfer to its end on the calling thread (`curl_easy_perform`); for a
+    /// connect-only handle, until the connection (and its TLS handshake) is made.
+    func perform() -> CURLcode {
+        curl_easy_perform(self.handle)
+    }
+
+    /// Sends what the connection of a connect-only handle takes now of `bytes`.
+    func send(_ bytes: UnsafeRawBufferPointer, sent: inout Int) -> CURLcode {
+        curl_easy_send(self.handle, bytes.baseAddress, bytes.count, &sent)
+    }
+
+    /// Receives what the connection of a connect-only handle has now, into `buffer`.
+    func receive(into buffer: UnsafeMutableRawBufferPointer, received: inout Int) -> CURLcode {
+        curl_easy_recv(self.handle, buffer.baseAddress, buffer.count, &received)
+    }
+
+    /// The socket of a connect-only handle's connection (`CURLINFO_ACTIVESOCKET`), or nil.
+    var activeSocket: Int32? {
+        var socket: curl_socket_t = -1
+        guard tp_easy_getinfo_socket(self.handle, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK, socket >= 0 else {
+            return nil
+        }
+        return socket
+    }
+
     /// Continues a transfer paused by a read or write callback.
     func unpause() {
         curl_easy_pause(self.handle, tp_pause_cont())

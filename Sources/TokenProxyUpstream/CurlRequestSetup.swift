@@ -78,19 +78,7 @@ package struct CurlRequestSetup {
             if !accepted { ok = false }
         }
         set(easy.set(CURLOPT_URL, self.request.url))
-        // Only the route's upstream, never redirects, never another protocol, never an
-        // environment proxy, and the path exactly as built (`docs/security.md`).
-        set(easy.set(CURLOPT_PROTOCOLS_STR, self.options.allowPlainHTTP ? "http,https" : "https"))
-        set(easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "https"))
-        set(easy.set(CURLOPT_FOLLOWLOCATION, 0))
-        set(easy.set(CURLOPT_PROXY, ""))
-        // Every host is exempt from proxies, which also keeps libcurl from looking up
-        // `no_proxy` and `NO_PROXY` in the environment for every transfer.
-        set(easy.set(CURLOPT_NOPROXY, "*"))
-        set(easy.set(CURLOPT_PATH_AS_IS, 1))
-        set(easy.set(CURLOPT_NOSIGNAL, 1))
-        set(easy.set(CURLOPT_SSL_VERIFYPEER, 1))
-        set(easy.set(CURLOPT_SSL_VERIFYHOST, 2))
+        set(Self.configureConnection(easy, self.options))
         set(easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
         set(easy.set(CURLOPT_TCP_KEEPALIVE, 1))
         // A size for fewer, larger write callbacks on downloads. libcurl refuses to change it
@@ -105,19 +93,43 @@ package struct CurlRequestSetup {
         if self.options.freshConnection {
             set(easy.set(CURLOPT_FRESH_CONNECT, 1))
         }
-        if let caFile = self.options.caFile {
-            set(easy.set(CURLOPT_CAINFO, caFile))
-        }
-        if let certificate = self.options.clientCertificate {
-            set(easy.set(CURLOPT_SSLCERT, certificate))
-        }
-        if let key = self.options.clientKeyPEM {
-            set(easy.set(CURLOPT_SSLKEY_BLOB, blob: Array(key.utf8)))
-        }
         set(self.configureMethod(easy))
         let headers = self.headerList()
         set(easy.set(headers: headers))
         return (ok, headers)
+    }
+
+    /// The settings of the connection itself, for a request and for a tunnel alike: only the
+    /// route's upstream, never redirects, never another protocol, never an environment proxy,
+    /// the path exactly as built, certificates verified against the route's trust anchors,
+    /// and its client certificate (`docs/reference/security.md`). Whether libcurl accepted
+    /// every option.
+    static func configureConnection(_ easy: CurlEasy, _ options: Options) -> Bool {
+        var ok = true
+        func set(_ accepted: Bool) {
+            if !accepted { ok = false }
+        }
+        set(easy.set(CURLOPT_PROTOCOLS_STR, options.allowPlainHTTP ? "http,https" : "https"))
+        set(easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "https"))
+        set(easy.set(CURLOPT_FOLLOWLOCATION, 0))
+        set(easy.set(CURLOPT_PROXY, ""))
+        // Every host is exempt from proxies, which also keeps libcurl from looking up
+        // `no_proxy` and `NO_PROXY` in the environment for every transfer.
+        set(easy.set(CURLOPT_NOPROXY, "*"))
+        set(easy.set(CURLOPT_PATH_AS_IS, 1))
+        set(easy.set(CURLOPT_NOSIGNAL, 1))
+        set(easy.set(CURLOPT_SSL_VERIFYPEER, 1))
+        set(easy.set(CURLOPT_SSL_VERIFYHOST, 2))
+        if let caFile = options.caFile {
+            set(easy.set(CURLOPT_CAINFO, caFile))
+        }
+        if let certificate = options.clientCertificate {
+            set(easy.set(CURLOPT_SSLCERT, certificate))
+        }
+        if let key = options.clientKeyPEM {
+            set(easy.set(CURLOPT_SSLKEY_BLOB, blob: Array(key.utf8)))
+        }
+        return ok
     }
 
     /// The method and how its body is framed; whether libcurl accepted every option.

@@ -12,6 +12,9 @@ struct UpstreamResponseParser: Sendable {
         "trailer", "transfer-encoding", "upgrade", "content-length",
     ])
 
+    /// Whether a `101 Switching Protocols` head is final (an upgrade's handshake) rather than
+    /// an interim one to drop.
+    var switchingProtocolsIsFinal = false
     private var status: Int?
     private var reason: String?
     private var fields = HTTPHeaders()
@@ -70,7 +73,7 @@ struct UpstreamResponseParser: Sendable {
         }
         guard let status = self.status else { return .invalid }
         if line.isEmpty {
-            if (100..<200).contains(status) {
+            if (100..<200).contains(status), !(status == 101 && self.switchingProtocolsIsFinal) {
                 self.status = nil
                 self.fields = HTTPHeaders()
                 return .interim
@@ -154,6 +157,18 @@ struct UpstreamResponseParser: Sendable {
             head.contentLength = contentLength
         }
         return head
+    }
+
+    /// The values of the fields named `name` (case-insensitively), joined with commas as one
+    /// list (RFC 9110 §5.3); nil when there is none.
+    func value(of name: String) -> String? {
+        var values: [String] = []
+        self.fields.forEachField { field, value in
+            if HTTPHeaders.name(field, equals: name) {
+                values.append(String(decoding: value, as: UTF8.self))
+            }
+        }
+        return values.isEmpty ? nil : values.joined(separator: ", ")
     }
 
     /// What the head's `Content-Length` fields say.

@@ -27,6 +27,7 @@ struct JSONLogLine {
         "path": .string("url.path"),
         "status": .integer("http.response.status_code"),
         "bytes": .integer("http.response.body.bytes"),
+        "request_bytes": .integer("http.request.body.bytes"),
         // ECS `event.duration` is in nanoseconds.
         "duration_ms": .integer("event.duration", scale: 1_000_000),
         "client": .string("client.address"),
@@ -42,6 +43,7 @@ struct JSONLogLine {
         "replayed": .boolean("tokenproxy.replayed"),
         "resent": .boolean("tokenproxy.resent"),
         "token_refreshed": .boolean("tokenproxy.token_refreshed"),
+        "tunnel": .boolean("tokenproxy.tunnel"),
     ]
 
     private var bytes: [UInt8] = [UInt8(ascii: "{")]

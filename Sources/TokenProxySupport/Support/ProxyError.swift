@@ -27,6 +27,8 @@ package struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible, 
         case tooManyConnections = "too_many_connections"
         case upstreamTimeout = "upstream_timeout"
         case bodyTooLarge = "body_too_large"
+        case upgradeNotAllowed = "upgrade_not_allowed"
+        case tooManyTunnels = "too_many_tunnels"
     }
 
     /// What went wrong, as a stable code.
@@ -86,11 +88,16 @@ extension ErrorCode where Family == ProxyError {
     /// 413: a body the proxy must hold whole (a form body an OAuth 1 provider signs) is larger
     /// than `limits.replay_buffer_bytes`.
     package static let bodyTooLarge = Self(.bodyTooLarge)
+    /// 400: the request asks to upgrade to a protocol its route does not pass through
+    /// (`upgrade_protocols`).
+    package static let upgradeNotAllowed = Self(.upgradeNotAllowed)
+    /// 503: `limits.max_tunnels` upgraded connections are open already.
+    package static let tooManyTunnels = Self(.tooManyTunnels)
 
     /// The HTTP status this code is answered with: the one place that mapping lives.
     package var status: Int {
         switch self.base {
-        case .badRequest: return 400
+        case .badRequest, .upgradeNotAllowed: return 400
         case .loginRequired: return 401
         case .hostNotAllowed, .headerRequired, .crossSiteRequest: return 403
         case .noRoute: return 404
@@ -100,7 +107,7 @@ extension ErrorCode where Family == ProxyError {
         case .headersTooLarge: return 431
         case .versionNotSupported: return 505
         case .tokenUnavailable, .upstreamUnreachable: return 502
-        case .shuttingDown, .tooManyConnections: return 503
+        case .shuttingDown, .tooManyConnections, .tooManyTunnels: return 503
         case .upstreamTimeout: return 504
         case .bodyTooLarge: return 413
         }
