@@ -33,7 +33,9 @@ struct TunnelRequest {
         }
         let allowed = offered.filter { token in
             let name = token.split(separator: "/", maxSplits: 1).first.map(String.init) ?? token
-            return route.upgradeProtocols.contains { $0.equalsIgnoringASCIICase(name) || $0.equalsIgnoringASCIICase(token) }
+            return route.upgradeProtocols.contains {
+                $0.equalsIgnoringASCIICase(name) || $0.equalsIgnoringASCIICase(token)
+            }
         }
         guard !allowed.isEmpty else {
             return .refused(

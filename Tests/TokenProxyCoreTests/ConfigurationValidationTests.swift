@@ -185,6 +185,18 @@ struct ConfigurationValidationTests {
             message: "must be positive"
         ),
         .init(
+            "zero max_tunnels",
+            extra: #""limits": {"max_tunnels": 0}"#,
+            path: "limits.max_tunnels",
+            message: "must be positive"
+        ),
+        .init(
+            "absurd tunnel idle time",
+            extra: #""limits": {"tunnel_idle_seconds": 1e9}"#,
+            path: "limits.tunnel_idle_seconds",
+            message: "at most 86400"
+        ),
+        .init(
             "negative duration",
             extra: #""limits": {"token_wait_seconds": -1}"#,
             path: "limits.token_wait_seconds",
@@ -450,6 +462,12 @@ struct ConfigurationValidationTests {
             routes: P.route(#""provider": "key", "add_headers": {"authorization": "x"}"#),
             path: "routes[0].add_headers.authorization",
             message: "conflicts with the 'Authorization' header injected by provider 'key'"
+        ),
+        .init(
+            "upgrade_protocols entry that is not a token",
+            routes: P.route(#""upgrade_protocols": ["web socket"]"#),
+            path: "routes[0].upgrade_protocols[0]",
+            message: "must be an Upgrade protocol name"
         ),
         .init(
             "remove_headers naming a framing header",

@@ -253,6 +253,13 @@ final class TestClient {
         return self.buffer.count
     }
 
+    /// Every byte until the server closes (buffered ones first).
+    func readUntilEOF() throws -> [UInt8] {
+        while try self.fill() {}
+        defer { self.buffer.removeAll() }
+        return self.buffer
+    }
+
     /// Closes the sending side only: the server reads EOF and can still answer.
     func shutdownWrite() {
         shutdown(self.descriptor, Int32(SHUT_WR))
