@@ -30,6 +30,10 @@ final class TunnelAttempt {
     private var replayed = false
     private var pump: TunnelPump?
     private var ended = false
+    /// Whether a `tp-tunnel` thread is in the handshake: the slot stays taken until it
+    /// returns, even when the client left, so `max_tunnels` bounds those threads and their
+    /// upstream connections too.
+    private var handshaking = false
 
     init(
         exchange: HTTPExchange,
@@ -128,18 +132,29 @@ final class TunnelAttempt {
         )
         let bound = self.bound
         let url = self.url
+        let offered = self.protocols
+        let isHead = self.exchange.head.isHead
+        self.handshaking = true
         Self.worker.run {
-            let result = CurlTunnelHandshake.perform(url: url, options: options, requestHead: head)
+            let result = CurlTunnelHandshake.perform(
+                url: url,
+                options: options,
+                requestHead: head,
+                offered: offered,
+                isHead: isHead
+            )
             bound.execute { $0.handshakeFinished(result) }
         }
     }
 
     private func handshakeFinished(_ result: Result<CurlTunnelHandshake.Answer, CurlTunnelHandshake.Failure>) {
+        self.handshaking = false
         guard !self.ended else {
-            // The client left during the handshake.
+            // The client left during the handshake: its slot was kept for this thread.
             if case .success(let answer) = result {
                 answer.tunnel?.close()
             }
+            self.slots.release()
             return
         }
         let route = self.match.route
@@ -193,7 +208,9 @@ final class TunnelAttempt {
         self.ended = true
         self.pump?.close()
         self.pump = nil
-        self.slots.release()
+        if !self.handshaking {
+            self.slots.release()
+        }
         self.exchange.onClose = nil
     }
 }

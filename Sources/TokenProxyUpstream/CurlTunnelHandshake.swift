@@ -42,11 +42,15 @@ package enum CurlTunnelHandshake {
         package var message: String
     }
 
-    /// Connects to `url`, sends `requestHead`, and reads the answer.
+    /// Connects to `url`, sends `requestHead`, and reads the answer. `offered` are the
+    /// protocols the request asked for: a `101` to another one is refused. `isHead` says the
+    /// request was a HEAD, whose answer has no body whatever its fields say.
     package static func perform(
         url: String,
         options: CurlRequestSetup.Options,
-        requestHead: [UInt8]
+        requestHead: [UInt8],
+        offered: [String],
+        isHead: Bool
     ) -> Result<Answer, Failure> {
         CurlGlobal.initialize()
         guard let easy = CurlEasy() else { return .failure(Failure(timedOut: false, message: "out of memory")) }
@@ -74,7 +78,7 @@ package enum CurlTunnelHandshake {
         )
         do throws(Failure) {
             try reader.sendAll(requestHead)
-            let answer = try Self.readAnswer(&reader, tunnel: tunnel)
+            let answer = try Self.readAnswer(&reader, tunnel: tunnel, offered: offered, isHead: isHead)
             if answer.tunnel == nil {
                 tunnel.close()
             }
@@ -85,7 +89,12 @@ package enum CurlTunnelHandshake {
         }
     }
 
-    private static func readAnswer(_ reader: inout BlockingReader, tunnel: CurlTunnel) throws(Failure) -> Answer {
+    private static func readAnswer(
+        _ reader: inout BlockingReader,
+        tunnel: CurlTunnel,
+        offered: [String],
+        isHead: Bool
+    ) throws(Failure) -> Answer {
         var parser = UpstreamResponseParser()
         parser.switchingProtocolsIsFinal = true
         var headBytes = 0
@@ -99,10 +108,19 @@ package enum CurlTunnelHandshake {
             case .invalid: throw Failure(timedOut: false, message: "the upstream's answer head is not valid HTTP")
             }
         }
-        var head = parser.head(requestIsHead: false, rewriteLocation: nil)
+        var head = parser.head(requestIsHead: isHead, rewriteLocation: nil)
         if head.status == 101 {
-            guard let protocols = parser.value(of: "upgrade") else {
+            guard let protocols = parser.value(of: "upgrade"), HTTPGrammar.isValidFieldValue(Array(protocols.utf8))
+            else {
                 throw Failure(timedOut: false, message: "the upstream switched protocols without naming one")
+            }
+            // RFC 9110 §7.8: the server switches to one the client offered; anything else
+            // would hand the client a protocol it never asked for, past the route's list.
+            let chosen = protocols.split(separator: ",").map { $0.trimmingHTTPWhitespace() }
+            guard !chosen.isEmpty,
+                chosen.allSatisfy({ token in offered.contains { $0.equalsIgnoringASCIICase(token) } })
+            else {
+                throw Failure(timedOut: false, message: "the upstream switched to a protocol the client did not offer")
             }
             head.headers.add(name: "Upgrade", value: protocols)
             head.headers.add(name: "Connection", value: "Upgrade")
@@ -113,7 +131,7 @@ package enum CurlTunnelHandshake {
             throw Failure(timedOut: false, message: problem)
         }
         var body: [UInt8] = []
-        if !head.forbidsBody {
+        if !head.forbidsBody && !isHead {
             if parser.hasTransferEncoding {
                 body = try reader.chunkedBody(limit: Self.bodyLimit)
             } else if case .length(let length) = parser.declaredLength {

@@ -211,9 +211,9 @@ struct WebSocketTunnelTests {
 /// the WebSocket server over TLS with client certificates.
 @Suite(.serialized)
 struct TunnelEdgeTests {
-    private func proxy(route: String) throws -> TestProxy {
+    fileprivate func proxy(route: String, limits: String = "{}") throws -> TestProxy {
         let json = """
-            {"providers": {"svc": {"grant": "static", "token": "edge-token"}},
+            {"providers": {"svc": {"grant": "static", "token": "edge-token"}}, "limits": \(limits),
              "routes": [{"path_prefix": "/t", "provider": "svc", \(route)}]}
             """
         let configuration = TestProxy.configuration(json)
@@ -271,6 +271,64 @@ struct TunnelEdgeTests {
         let untrusted = try self.proxy(route: #""upstream": "https://127.0.0.1:\#(server.port)""#)
         let refused = try WebSocketClient.run("echo", url: "ws://127.0.0.1:\(untrusted.port)/t")
         #expect(refused["status"] as? Int == 502)
+    }
+}
+
+extension TunnelEdgeTests {
+    private static let upgrade =
+        "GET /t/x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n"
+
+    @Test func aHandshakeTheClientLeftKeepsItsSlotUntilItsThreadReturns() throws {
+        // An upstream that takes connections (the kernel's backlog) and never answers.
+        let (silent, port) = try LoopbackSocket.listening()
+        defer { close(silent) }
+        let proxy = try self.proxy(
+            route: #""upstream": "http://127.0.0.1:\#(port)", "allow_insecure_upstream": true, "timeout_seconds": 60"#,
+            limits: #"{"max_tunnels": 2}"#
+        )
+        for _ in 0..<2 {
+            let client = try TestClient(port: proxy.port)
+            try client.send(Self.upgrade)
+            client.closeNow()
+        }
+        // Both handshakes still wait for the silent upstream on their threads: no third starts.
+        #expect(
+            eventually {
+                guard let client = try? TestClient(port: proxy.port) else { return false }
+                try? client.send(Self.upgrade)
+                return (try? client.readResponse().header("X-Tokenproxy-Error")) == "too_many_tunnels"
+            }
+        )
+    }
+
+    @Test func aSwitchToAProtocolNotOfferedOrAMalformedOneIsRefused() throws {
+        for upgrade in ["other", "websocket\rSet-Cookie: a=b"] {
+            let upstream = try RawUpstream { _ in
+                RawUpstream.answer(["HTTP/1.1 101 Switching Protocols", "Upgrade: \(upgrade)", "Connection: Upgrade"])
+            }
+            let proxy = try self.proxy(
+                route: #""upstream": "http://127.0.0.1:\#(upstream.port)", "allow_insecure_upstream": true"#
+            )
+            let client = try TestClient(port: proxy.port)
+            try client.send(Self.upgrade)
+            let response = try client.readResponse()
+            #expect(response.status == 502, "Upgrade: \(upgrade)")
+            #expect(response.header("Set-Cookie") == nil)
+        }
+    }
+
+    @Test func theAnswerToAHeadUpgradeHasNoBodyToWaitFor() throws {
+        let upstream = try RawUpstream { _ in
+            RawUpstream.answer(["HTTP/1.1 426 Upgrade Required", "Content-Length: 10", "Connection: close"])
+        }
+        let proxy = try self.proxy(
+            route:
+                #""upstream": "http://127.0.0.1:\#(upstream.port)", "allow_insecure_upstream": true, "timeout_seconds": 60"#
+        )
+        let client = try TestClient(port: proxy.port, timeout: 20)
+        try client.send(Self.upgrade.replacingOccurrences(of: "GET ", with: "HEAD "))
+        let response = try client.readResponse(headRequest: true)
+        #expect(response.status == 426)
     }
 }
 
