@@ -124,6 +124,17 @@ final class RedisTokenStore: TokenStore {
         return "redis:" + (answer.bytes.map { String(decoding: $0, as: UTF8.self) } ?? "0")
     }
 
+    /// Asks the server (`PING`, after connecting and logging in); nil when it answers.
+    func unavailability() -> String? {
+        do {
+            let answer = try self.client.run { connection throws(RedisError) in try connection.command(["PING"]) }
+            if case .error(let message) = answer { return message }
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
     /// Takes this process's provider lock, then the provider's lease on the server (or only
     /// the process's lock while the server cannot be reached).
     func lockProvider(_ name: String, deadline: ContinuousClock.Instant) throws(TokenStoreError) -> any TokenStoreLock {
