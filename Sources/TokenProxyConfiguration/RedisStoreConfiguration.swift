@@ -84,7 +84,9 @@ package struct RedisStoreConfiguration: Sendable, Equatable {
             return .success(ParsedURL(address: .unix(path: path), database: 0))
         }
         guard let components = URLComponents(string: text), components.scheme?.lowercased() == "redis" else {
-            return failure("expected redis://[user:password@]HOST:PORT[/DB] or unix:///PATH (rediss:// is not supported)")
+            return failure(
+                "expected redis://[user:password@]HOST:PORT[/DB] or unix:///PATH (rediss:// is not supported)"
+            )
         }
         guard let host = components.host, !host.isEmpty else { return failure("the URL names no host") }
         guard components.query == nil, components.fragment == nil else {

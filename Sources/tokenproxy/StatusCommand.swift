@@ -33,7 +33,9 @@ struct StatusCommand: ParsableCommand {
         print("token store: \(TextEscaping.escape(store.location))")
         if let problem = store.unavailability() {
             // What was read came from this process's memory: nothing the fleet shares.
-            Console.error("token store unreachable, the table shows none of its tokens: \(TextEscaping.escape(problem))")
+            Console.error(
+                "token store unreachable, the table shows none of its tokens: \(TextEscaping.escape(problem))"
+            )
             failed = true
         }
         if !contents.pendingRevocations.isEmpty {

@@ -56,8 +56,14 @@ import Testing
             (#"{"url": "redis://h:0", "encryption_key": "k"}"#, "token_store.redis.url", "the port must be"),
             (#"{"url": "redis://h/x", "encryption_key": "k"}"#, "token_store.redis.url", "database number"),
             (#"{"url": "unix://relative", "encryption_key": "k"}"#, "token_store.redis.url", "ABSOLUTE"),
-            (#"{"url": "redis://h", "encryption_key": "k", "key_prefix": "a b"}"#, "token_store.redis.key_prefix", "printable"),
-            (#"{"url": "redis://h", "encryption_key": "k", "pasword": "x"}"#, "token_store.redis.pasword", "did you mean 'password'"),
+            (
+                #"{"url": "redis://h", "encryption_key": "k", "key_prefix": "a b"}"#, "token_store.redis.key_prefix",
+                "printable"
+            ),
+            (
+                #"{"url": "redis://h", "encryption_key": "k", "pasword": "x"}"#, "token_store.redis.pasword",
+                "did you mean 'password'"
+            ),
         ]
     )
     func mistakes(redis: String, path: String, message: String) {

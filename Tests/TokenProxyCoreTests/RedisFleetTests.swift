@@ -94,12 +94,19 @@ import Testing
         #expect(during.allSatisfy { $0 == 200 }, "\(Set(during))")
         // Each proxy notices, logs it once and counts it; readyz stays ready.
         for proxy in fleet.proxies {
-            #expect(eventually { proxy.output.line("token store unreachable: each proxy gets its own tokens until it answers") != nil })
+            #expect(
+                eventually {
+                    proxy.output.line("token store unreachable: each proxy gets its own tokens until it answers") != nil
+                }
+            )
             let ready = try TestClient.outcome(port: proxy.port, target: "/_tokenproxy/readyz")
             #expect(ready == .answered(200))
             let metrics = try TestClient(port: proxy.port).get("/_tokenproxy/metrics")
             let exposition = try PrometheusExposition(String(decoding: metrics.body, as: UTF8.self))
-            let errors = exposition.value("tokenproxy_token_store_errors_total", ["store": "redis", "kind": "unreachable"])
+            let errors = exposition.value(
+                "tokenproxy_token_store_errors_total",
+                ["store": "redis", "kind": "unreachable"]
+            )
             #expect((errors ?? 0) >= 1)
         }
 

@@ -109,6 +109,17 @@ import Testing
         #expect(try store.read().grants["other"]?.accessToken == "access-other")
     }
 
+    @Test func aKeyThatCannotBeReadWritesNothing() throws {
+        let redis = try RedisFixture()
+        var configuration = redis.configuration()
+        configuration.encryptionKey = .environment("TP_REDIS_TEST_KEY_NEVER_SET")
+        let store = RedisTokenStore(configuration, logger: TestLogging.logger)
+        #expect(throws: TokenStoreError.self) {
+            try store.update { $0.grants["app"] = self.grant("access-1") }
+        }
+        #expect(try redis.cli(["EXISTS", "tokenproxy:tokens"]) == "0")
+    }
+
     @Test func anUpdateRacingAnotherWriterKeepsTheOthersWrite() throws {
         let redis = try RedisFixture()
         let first = self.store(redis)

@@ -7,7 +7,8 @@ extension TokenStoreConfiguration {
     /// ``FileTokenStore`` at the path (encrypted when `encryption_key` is set), or a
     /// ``RedisTokenStore`` whose failures go to `logger` and `metrics`. Nothing is read,
     /// created or connected until the store is first used.
-    package func makeStore(metrics: ProxyMetrics? = nil, logger: Logger = Logger(label: "tokenproxy")) -> any TokenStore {
+    package func makeStore(metrics: ProxyMetrics? = nil, logger: Logger = Logger(label: "tokenproxy")) -> any TokenStore
+    {
         switch self {
         case .memory:
             return MemoryTokenStore()

@@ -56,11 +56,6 @@ final class RedisClient: Sendable {
         self.logger = logger
     }
 
-    /// Whether the server answered the last command (false while backing off after a failure).
-    var isReachable: Bool {
-        self.health.withLock { $0.downUntil == nil }
-    }
-
     /// Runs `body` on a connection. When a reused connection breaks (the server restarted,
     /// it closed an idle connection), `body` runs again once on a new one; any other failure
     /// starts the backoff and is thrown.

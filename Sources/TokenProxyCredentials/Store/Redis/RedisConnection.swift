@@ -58,7 +58,10 @@ final class RedisConnection: @unchecked Sendable {
         }
         if configuration.database != 0 {
             if case .error(let message) = try self.command(["SELECT", String(configuration.database)]) {
-                throw RedisError(.refused, "\(configuration.address) refused database \(configuration.database): \(message)")
+                throw RedisError(
+                    .refused,
+                    "\(configuration.address) refused database \(configuration.database): \(message)"
+                )
             }
         }
     }
@@ -94,7 +97,12 @@ final class RedisConnection: @unchecked Sendable {
             }
             return pointers.withUnsafeMutableBufferPointer { argv in
                 lengths.withUnsafeBufferPointer { sizes in
-                    redisCommandArgv(self.context, Int32(clamping: arguments.count), argv.baseAddress, sizes.baseAddress)
+                    redisCommandArgv(
+                        self.context,
+                        Int32(clamping: arguments.count),
+                        argv.baseAddress,
+                        sizes.baseAddress
+                    )
                 }
             }
         }

@@ -23,7 +23,9 @@ extension RedisTokenStore {
         let hashKey = self.seal.hashKey
         let answer: RedisReply
         do {
-            answer = try self.client.run { connection throws(RedisError) in try connection.command(["HGETALL", hashKey]) }
+            answer = try self.client.run { connection throws(RedisError) in
+                try connection.command(["HGETALL", hashKey])
+            }
         } catch {
             throw .redis(error)
         }
@@ -54,7 +56,7 @@ extension RedisTokenStore {
                     }
                     snapshot.contents.pendingRevocations = list
                 }
-            } catch where error.code == .corrupt || error.code == .decryptionFailed {
+            } catch  where error.code == .corrupt || error.code == .decryptionFailed {
                 self.refused(field, value, error.message)
             } catch {
                 throw .store(error)

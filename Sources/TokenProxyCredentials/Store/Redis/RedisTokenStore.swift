@@ -64,7 +64,10 @@ final class RedisTokenStore: TokenStore {
             logger: logger
         )
         self.prefix = configuration.keyPrefix
-        self.seal = RedisValueSeal(encryptionKey: configuration.encryptionKey, hashKey: configuration.keyPrefix + "tokens")
+        self.seal = RedisValueSeal(
+            encryptionKey: configuration.encryptionKey,
+            hashKey: configuration.keyPrefix + "tokens"
+        )
         self.leaseLifetime = leaseLifetime
         self.metrics = metrics
         self.logger = logger
@@ -98,6 +101,8 @@ final class RedisTokenStore: TokenStore {
         do {
             return try self.updateShared(body)
         } catch {
+            // The key cannot be read: nothing is written anywhere, as with the file store.
+            if case .store(let failure) = error { throw failure }
             // Unreachable: change this process's copy, and share it once the server answers.
             return try self.local.update { contents in
                 let before = contents

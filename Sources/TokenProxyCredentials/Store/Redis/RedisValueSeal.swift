@@ -71,7 +71,7 @@ struct RedisValueSeal: Sendable {
                 secret: try self.secret(),
                 associated: self.associatedData(field: field)
             )
-        } catch where error.code == .decryptionFailed {
+        } catch  where error.code == .decryptionFailed {
             throw TokenStoreError(
                 .decryptionFailed,
                 "the value of \(field) does not open under token_store.redis.encryption_key for this key "
