@@ -2,7 +2,8 @@
 # tokenproxy container image: deploy/README.md tells how to run it (Docker, a Kubernetes sidecar)
 # and how the image is checked (scripts/check-deploy.sh, scripts/image-rootfs.sh).
 
-# Build stage: the Swift toolchain image the project is built and tested with, plus libcurl's headers.
+# Build stage: the Swift toolchain image the project is built and tested with, plus the headers
+# of libcurl and hiredis (the Redis token store's client).
 FROM swift:6.3.1-bookworm AS build
 # DL3008 (pin apt package versions) does not fit Debian stable: the archive keeps only the
 # current version of each package in bookworm and bookworm-security, so a pinned version
@@ -10,7 +11,7 @@ FROM swift:6.3.1-bookworm AS build
 # release; apt brings its current, patched packages.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libcurl4-openssl-dev pkg-config \
+    && apt-get install -y --no-install-recommends libcurl4-openssl-dev libhiredis-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -21,14 +22,14 @@ COPY scripts/build-release.sh scripts/startup.order ./scripts/
 # relative relocations, the start-up code laid out together); docs/contributing/performance.md says why.
 RUN install -D "$(scripts/build-release.sh .build)" /out/tokenproxy
 
-# Runtime stage: libcurl, CA certificates and an unprivileged user; nothing else. Nothing is
+# Runtime stage: libcurl, hiredis, CA certificates and an unprivileged user; nothing else. Nothing is
 # written outside /var/lib/tokenproxy (the state volume), so the container runs with a
 # read-only root filesystem.
 FROM debian:12.15-slim
 # DL3008: as in the build stage.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libcurl4 ca-certificates \
+    && apt-get install -y --no-install-recommends libcurl4 libhiredis0.14 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 tokenproxy \
     && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/tokenproxy --no-create-home \

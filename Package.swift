@@ -23,6 +23,10 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        .systemLibrary(
+            name: "CHiredis",
+            providers: [.apt(["libhiredis-dev"])]
+        ),
         .target(name: "CSystemShims"),
         .target(
             name: "TokenProxySupport",
@@ -57,7 +61,7 @@ let package = Package(
         .target(
             name: "TokenProxyCredentials",
             dependencies: [
-                "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration", "TokenProxyServer",
+                "CHiredis", "TokenProxySupport", "TokenProxyHTTP", "TokenProxyConfiguration", "TokenProxyServer",
                 "TokenProxyUpstream", "TokenProxyMetrics",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),

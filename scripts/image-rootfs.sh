@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the container image without a container engine: assembles the filesystem of the
-# Dockerfile's runtime stage (Debian bookworm minbase with libcurl4 and ca-certificates, the
+# Dockerfile's runtime stage (Debian bookworm minbase with libcurl4, libhiredis0.14 and ca-certificates, the
 # user 10001, the release binary built as the Dockerfile builds it, the health check script),
 # then runs `tokenproxy serve` in it with chroot as user 10001, the root filesystem mounted
 # read-only and only the state volume writable, and sends one request through it to a local
@@ -38,7 +38,7 @@ step() { printf '\n== %s\n' "$*"; }
 step "build: scripts/build-release.sh, as the Dockerfile builds"
 binary=$(scripts/build-release.sh .build-image)
 
-step "root filesystem: debootstrap --variant=minbase bookworm, then apt-get install libcurl4 ca-certificates"
+step "root filesystem: debootstrap --variant=minbase bookworm, then apt-get install libcurl4 libhiredis0.14 ca-certificates"
 # shellcheck disable=SC2086  # DEBIAN_MIRROR is one optional word
 debootstrap --variant=minbase bookworm "$root" ${DEBIAN_MIRROR:-} >"$work/debootstrap.log" 2>&1 \
     || { tail -20 "$work/debootstrap.log"; exit 1; }
@@ -48,7 +48,7 @@ if [ -d /etc/apt/sources.list.d ]; then cp -r /etc/apt/sources.list.d/. "$root/e
 chroot "$root" /bin/sh -c '
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq \
-    && apt-get install -y -qq --no-install-recommends libcurl4 ca-certificates >/dev/null \
+    && apt-get install -y -qq --no-install-recommends libcurl4 libhiredis0.14 ca-certificates >/dev/null \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 tokenproxy \
     && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/tokenproxy --no-create-home \

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tokenproxy needs that are missing: `build` for building and
-# running it (libcurl's headers), `test` for the test suite as well (nginx and openssl for the
+# running it (the headers of libcurl and of hiredis, the Redis client the shared token store
+# links), `test` for the test suite as well (nginx and openssl for the
 # TLS tests, Chromium for the browser tests, Prometheus and promtool for the metrics tests,
 # python3-venv for the project's Python environment, git and fcgiwrap for the git credential
-# helper's tests against `git http-backend`, kubectl for the exec credential plugin's). Uses
+# helper's tests against `git http-backend`, kubectl for the exec credential plugin's,
+# redis-server for the Redis token store's). Uses
 # sudo only when not run as root, so it works in a bare container too.
 set -euo pipefail
 
-packages=(libcurl4-openssl-dev pkg-config ca-certificates)
+packages=(libcurl4-openssl-dev libhiredis-dev pkg-config ca-certificates)
 case "${1:-build}" in
     build) ;;
-    test) packages+=(openssl nginx-light chromium prometheus python3-venv git fcgiwrap) ;;
+    test) packages+=(openssl nginx-light chromium prometheus python3-venv git fcgiwrap redis-server) ;;
     *) echo "usage: $0 [build|test]" >&2; exit 2 ;;
 esac
 # Debian's kubectl, unless a kubectl (for instance the Google Cloud SDK's) is there already:

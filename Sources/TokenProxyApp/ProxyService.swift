@@ -68,16 +68,16 @@ package final class ProxyService: Sendable {
     /// Builds the whole service from `configuration`, as `serve` runs it: `engineCount`
     /// libcurl engines (1 to 64), the metrics, the providers' credential registry keeping
     /// tokens in `store` (token requests go through the first engine and are counted in the
-    /// same metrics), the forwarder over them, and the listeners. Fails when an engine
-    /// cannot start.
+    /// same metrics, as the store's failures are when it was made with them), the forwarder
+    /// over them, and the listeners. Fails when an engine cannot start.
     package convenience init(
         configuration: ProxyConfiguration,
         store: any TokenStore,
         engineCount: Int,
+        metrics: ProxyMetrics = ProxyMetrics(),
         logger: Logger
     ) throws(SystemError) {
         let engines = try CurlEngine.make(count: min(max(engineCount, 1), Self.maximumEngines))
-        let metrics = ProxyMetrics()
         let credentials = CredentialRegistry(
             configuration: configuration,
             fetcher: UpstreamFetcher(engine: engines[0]),

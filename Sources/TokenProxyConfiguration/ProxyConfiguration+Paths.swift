@@ -20,6 +20,11 @@ extension ProxyConfiguration {
         if case .file(let path, let key) = self.tokenStore {
             self.tokenStore = .file(path: resolve(path), encryptionKey: resolveSecret(key))
         }
+        if case .redis(var redis) = self.tokenStore {
+            redis.password = resolveSecret(redis.password)
+            redis.encryptionKey = resolveSecret(redis.encryptionKey) ?? redis.encryptionKey
+            self.tokenStore = .redis(redis)
+        }
         if let requirement = self.requireHeader, let value = resolveSecret(requirement.value) {
             self.requireHeader = HeaderRequirement(name: requirement.name, value: value)
         }

@@ -6,6 +6,10 @@ extension ProxyConfiguration {
         var secrets: [(path: String, secret: Secret)] = []
         if let requirement = self.requireHeader { secrets.append(("require_header.value", requirement.value)) }
         if case .file(_, let key?) = self.tokenStore { secrets.append(("token_store.encryption_key", key)) }
+        if case .redis(let redis) = self.tokenStore {
+            if let password = redis.password { secrets.append(("token_store.redis.password", password)) }
+            secrets.append(("token_store.redis.encryption_key", redis.encryptionKey))
+        }
         for name in self.providers.keys.sorted() {
             guard let provider = self.providers[name] else { continue }
             for (key, field) in ProviderConfiguration.secretKeys {

@@ -7,6 +7,9 @@ package enum TokenStoreConfiguration: Sendable, Equatable, Decodable {
     /// A JSON file written atomically with mode 0600, its directories created 0700; encrypted
     /// with AES-GCM under a key derived from `encryptionKey` when one is given.
     case file(path: String, encryptionKey: Secret?)
+    /// A Redis server shared by several proxies, every value sealed with AES-GCM
+    /// (`docs/guide/redis.md`).
+    case redis(RedisStoreConfiguration)
 
     /// The default store: `$XDG_STATE_HOME/tokenproxy/tokens.json`, where `XDG_STATE_HOME`
     /// defaults to `$HOME/.local/state` (and is ignored when relative, as the XDG Base
@@ -33,17 +36,30 @@ package enum TokenStoreConfiguration: Sendable, Equatable, Decodable {
         directory.hasSuffix("/") ? directory + relative : directory + "/" + relative
     }
 
-    /// Decodes `"memory"` or `{"path": P, "encryption_key": SECRET}` (both keys optional; the
-    /// path defaults to ``defaultPath(environment:)``).
+    /// Decodes `"memory"`, `{"path": P, "encryption_key": SECRET}` (both keys optional; the
+    /// path defaults to ``defaultPath(environment:)``) or `{"redis": {...}}`
+    /// (``RedisStoreConfiguration/decode(_:at:_:)``).
     package init(from decoder: any Decoder) throws {
         self = try decoder.withConfigurationProblems { problems in
             if let text = try? decoder.singleValueContainer().decode(String.self) {
                 guard text == "memory" else {
-                    throw decoder.configurationFailure("expected \"memory\" or {\"path\": ...}", problems)
+                    throw decoder.configurationFailure(
+                        "expected \"memory\", {\"path\": ...} or {\"redis\": ...}",
+                        problems
+                    )
                 }
                 return .memory
             }
             let object = try decoder.configurationObject(keyedBy: ConfigurationCodingKey.self, problems)
+            if object.contains(ConfigurationCodingKey("redis")) {
+                _ = decoder.configurationKeys(known: ["redis"], problems)
+                let key = ConfigurationCodingKey("redis")
+                // Its problems are recorded already.
+                guard let redis = object.configValue(RedisStoreConfiguration.self, forKey: key, problems) else {
+                    throw ConfigurationProblemReported()
+                }
+                return .redis(redis)
+            }
             _ = decoder.configurationKeys(known: ["path", "encryption_key"], problems)
             let path = object.configValue(String.self, forKey: ConfigurationCodingKey("path"), problems)
             let key = object.configValue(Secret.self, forKey: ConfigurationCodingKey("encryption_key"), problems)

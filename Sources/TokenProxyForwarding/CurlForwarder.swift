@@ -46,7 +46,7 @@ package final class CurlForwarder: RouteForwarder {
         let credentials = CredentialRegistry(
             configuration: configuration,
             fetcher: UpstreamFetcher(engine: engines[0]),
-            store: store ?? configuration.tokenStore.makeStore(),
+            store: store ?? configuration.tokenStore.makeStore(metrics: metrics, logger: logger),
             metrics: metrics,
             logger: logger
         )

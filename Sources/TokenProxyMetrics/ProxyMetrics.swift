@@ -31,6 +31,7 @@ package final class ProxyMetrics: Sendable {
         Names.tokenExpiresIn: "Seconds until the provider's current access token expires.",
         Names.replays: "Requests replayed after a 401 from the upstream, by route.",
         Names.resends: "Requests resent on a new connection after a reused upstream connection failed, by route.",
+        Names.tokenStoreErrors: "Token store operations that failed or values it refused, by store and kind.",
     ]
 
     enum Names {
@@ -42,6 +43,7 @@ package final class ProxyMetrics: Sendable {
         static let tokenExpiresIn = "tokenproxy_token_expires_in_seconds"
         static let replays = "tokenproxy_replays_total"
         static let resends = "tokenproxy_resends_total"
+        static let tokenStoreErrors = "tokenproxy_token_store_errors_total"
     }
 
     /// The upper bounds of the request duration buckets, in seconds.
@@ -148,6 +150,12 @@ package final class ProxyMetrics: Sendable {
     /// connection failed before any answer.
     package func resent(route: String) {
         self.counter(Names.resends, [("route", route)]).increment()
+    }
+
+    /// Counts one failure of the shared token store (`store`: `redis`; `kind`: `unreachable`,
+    /// `refused`, or `rejected_value` for a value that did not open under its key).
+    package func tokenStoreError(store: String, kind: String) {
+        self.counter(Names.tokenStoreErrors, [("store", store), ("kind", kind)]).increment()
     }
 
     /// Counts one token request for `provider` (retries of a transient failure within it

@@ -1,4 +1,6 @@
 import ArgumentParser
+import TokenProxyCredentials
+import TokenProxySupport
 
 /// `tokenproxy check`: validates the config and prints the route table.
 struct CheckCommand: ParsableCommand {
@@ -16,5 +18,12 @@ struct CheckCommand: ParsableCommand {
         }
         let table = configuration.routeTable()
         print(table, terminator: table.hasSuffix("\n") ? "" : "\n")
+        // The store a proxy would use; a Redis server that does not answer is a warning, not
+        // a configuration problem: the proxies serve without it (docs/guide/redis.md).
+        let store = configuration.tokenStore.makeStore()
+        print("token store: \(TextEscaping.escape(store.location))")
+        if let problem = store.unavailability() {
+            Console.warning("token store unreachable: \(TextEscaping.escape(problem))")
+        }
     }
 }

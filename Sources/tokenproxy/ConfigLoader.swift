@@ -1,6 +1,7 @@
 import ArgumentParser
 import TokenProxyConfiguration
 import TokenProxyCredentials
+import TokenProxyMetrics
 
 /// Loading the configuration the same way for every command: every problem printed with its
 /// JSON path and exit 2 on error; secret files that others can read refused (RFC 6819
@@ -37,8 +38,8 @@ enum ConfigLoader {
     /// The token store the configuration names, checked before use: one that cannot be
     /// decrypted or is open to others refuses start-up (exit 2); a corrupt one was moved
     /// aside, which is reported, and the store starts empty.
-    static func openStore(_ configuration: ProxyConfiguration) throws -> any TokenStore {
-        let store = configuration.tokenStore.makeStore()
+    static func openStore(_ configuration: ProxyConfiguration, metrics: ProxyMetrics? = nil) throws -> any TokenStore {
+        let store = configuration.tokenStore.makeStore(metrics: metrics)
         do {
             _ = try store.read()
         } catch {

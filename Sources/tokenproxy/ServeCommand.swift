@@ -38,7 +38,9 @@ struct ServeCommand: ParsableCommand {
         Console.useLogger(self.logFormat == .json ? logger : nil)
 
         let configuration = try ConfigLoader.load(self.options.path, listen: self.listen, printWarnings: true)
-        let store = try ConfigLoader.openStore(configuration)
+        // Made first, so that the token store counts its failures in them too.
+        let metrics = ProxyMetrics()
+        let store = try ConfigLoader.openStore(configuration, metrics: metrics)
 
         // Writes to a closed client socket must fail with EPIPE, never kill the process.
         signal(SIGPIPE, SIG_IGN)
@@ -61,6 +63,7 @@ struct ServeCommand: ParsableCommand {
                 configuration: configuration,
                 store: store,
                 engineCount: engineCount,
+                metrics: metrics,
                 logger: logger
             )
         } catch {

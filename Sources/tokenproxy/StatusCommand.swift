@@ -31,6 +31,13 @@ struct StatusCommand: ParsableCommand {
         }
         print(Self.table(rows), terminator: "")
         print("token store: \(TextEscaping.escape(store.location))")
+        if let problem = store.unavailability() {
+            // What was read came from this process's memory: nothing the fleet shares.
+            Console.error(
+                "token store unreachable, the table shows none of its tokens: \(TextEscaping.escape(problem))"
+            )
+            failed = true
+        }
         if !contents.pendingRevocations.isEmpty {
             print(
                 "pending revocations: \(contents.pendingRevocations.count) (retried by the next `tokenproxy logout`)"

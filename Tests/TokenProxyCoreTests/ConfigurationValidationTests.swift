@@ -533,7 +533,7 @@ struct ConfigurationValidationTests {
             "unknown token_store string",
             extra: #""token_store": "disk""#,
             path: "token_store",
-            message: "expected \"memory\" or {\"path\": ...}"
+            message: "expected \"memory\", {\"path\": ...} or {\"redis\": ...}"
         ),
     ]
 

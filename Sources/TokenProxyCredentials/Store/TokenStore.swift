@@ -26,4 +26,13 @@ package protocol TokenStore: Sendable {
     /// size and modification time; a counter in memory), cheap to ask for; nil when unknown.
     /// A running proxy compares it once a second to notice a `logout` or `login`.
     func revision() -> String?
+
+    /// Why the store's server cannot be used now (a Redis store asks it), nil when it can or
+    /// when the store has no server: `status` and `check` show it.
+    func unavailability() -> String?
+}
+
+extension TokenStore {
+    /// A store in memory or in a file has no server to ask.
+    package func unavailability() -> String? { nil }
 }

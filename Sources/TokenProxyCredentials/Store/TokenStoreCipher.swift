@@ -37,14 +37,20 @@ final class TokenStoreCipher: Sendable {
     init() {}
 
     /// Encrypts `plaintext` under `secret`: returns the salt to store and the GCM combined
-    /// form (12-byte random nonce, ciphertext, 16-byte tag; NIST SP 800-38D).
-    func seal(_ plaintext: Data, secret: String) throws(TokenStoreError) -> (salt: Data, sealed: Data) {
+    /// form (12-byte random nonce, ciphertext, 16-byte tag; NIST SP 800-38D). `associated` is
+    /// the GCM additional authenticated data: ``open(_:salt:secret:associated:)`` must be
+    /// given the same bytes (the Redis store binds each value to its key this way).
+    func seal(
+        _ plaintext: Data,
+        secret: String,
+        associated: Data = TokenStoreCipher.context
+    ) throws(TokenStoreError) -> (salt: Data, sealed: Data) {
         let salt = self.writeSalt(secret: secret)
         let key = self.key(secret: secret, salt: salt)
         do {
             // A random 96-bit nonce per write: far below the 2^32 messages per key that
             // SP 800-38D §8.3 allows.
-            let box = try AES.GCM.seal(plaintext, using: key, authenticating: Self.context)
+            let box = try AES.GCM.seal(plaintext, using: key, authenticating: associated)
             guard let combined = box.combined else {
                 throw TokenStoreError(.io, "AES-GCM produced no combined form")
             }
@@ -56,9 +62,15 @@ final class TokenStoreCipher: Sendable {
         }
     }
 
-    /// Decrypts what ``seal(_:secret:)`` produced; a wrong key or altered bytes fail GCM's
-    /// authentication (`decryption_failed`), too few bytes to be a sealed box are `corrupt`.
-    func open(_ sealed: Data, salt: Data, secret: String) throws(TokenStoreError) -> Data {
+    /// Decrypts what ``seal(_:secret:associated:)`` produced; a wrong key, altered bytes or
+    /// other associated data fail GCM's authentication (`decryption_failed`), too few bytes
+    /// to be a sealed box are `corrupt`.
+    func open(
+        _ sealed: Data,
+        salt: Data,
+        secret: String,
+        associated: Data = TokenStoreCipher.context
+    ) throws(TokenStoreError) -> Data {
         let box: AES.GCM.SealedBox
         do {
             box = try AES.GCM.SealedBox(combined: sealed)
@@ -66,7 +78,7 @@ final class TokenStoreCipher: Sendable {
             throw TokenStoreError(.corrupt, "the sealed contents are too short to be AES-GCM output")
         }
         do {
-            return try AES.GCM.open(box, using: self.key(secret: secret, salt: salt), authenticating: Self.context)
+            return try AES.GCM.open(box, using: self.key(secret: secret, salt: salt), authenticating: associated)
         } catch {
             throw TokenStoreError(
                 .decryptionFailed,

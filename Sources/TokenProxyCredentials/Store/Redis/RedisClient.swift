@@ -1,0 +1,157 @@
+import Foundation
+import Logging
+import Synchronization
+import TokenProxyConfiguration
+import TokenProxyMetrics
+import TokenProxySupport
+
+/// The connections of one ``RedisTokenStore`` to its server, and what it knows of the
+/// server's health.
+///
+/// Every command is bounded by the connect and command timeouts, so a server that stops
+/// answering costs one timeout, never a blocked thread. After a failure the server is left
+/// alone for a backoff (0.25 s doubling to 5 s): commands meanwhile fail at once, and the
+/// store serves from its own memory. The first failure is logged as a warning and the
+/// recovery as a notice; every failure is counted in `tokenproxy_token_store_errors_total`.
+final class RedisClient: Sendable {
+    /// The server and how to log in.
+    let configuration: RedisStoreConfiguration
+    /// How long a connection attempt may take.
+    let connectTimeout: Duration
+    /// How long a command may wait for its answer.
+    let commandTimeout: Duration
+    private let logger: Logger
+    private let metrics: ProxyMetrics?
+    private let idle = Mutex<[RedisConnection]>([])
+    private let health = Mutex(Health())
+
+    /// The connections kept open between commands.
+    private static let idleLimit = 4
+    private static let firstBackoff = Duration.milliseconds(250)
+    private static let longestBackoff = Duration.seconds(5)
+
+    private struct Health {
+        /// Until when commands fail at once.
+        var downUntil: ContinuousClock.Instant?
+        /// The next backoff.
+        var backoff = RedisClient.firstBackoff
+        /// Whether the outage was logged.
+        var reported = false
+    }
+
+    /// A client of `configuration`'s server; nothing is connected before the first command.
+    init(
+        _ configuration: RedisStoreConfiguration,
+        connectTimeout: Duration = .seconds(1),
+        commandTimeout: Duration = .seconds(1),
+        metrics: ProxyMetrics?,
+        logger: Logger
+    ) {
+        // A write to a server that went away must be an error, not the end of the process.
+        signal(SIGPIPE, SIG_IGN)
+        self.configuration = configuration
+        self.connectTimeout = connectTimeout
+        self.commandTimeout = commandTimeout
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Runs `body` on a connection. When a reused connection breaks (the server restarted,
+    /// it closed an idle connection), `body` runs again once on a new one; any other failure
+    /// starts the backoff and is thrown.
+    func run<T>(_ body: (RedisConnection) throws(RedisError) -> T) throws(RedisError) -> T {
+        if let until = self.health.withLock({ $0.downUntil }), ContinuousClock.now < until {
+            throw RedisError(.unreachable, "\(self.configuration.address) is not answering; retrying in a moment")
+        }
+        do throws(RedisError) {
+            if let reused = self.idle.withLock({ $0.popLast() }) {
+                do throws(RedisError) {
+                    let result = try self.attempt(body, on: reused)
+                    self.succeeded()
+                    return result
+                } catch {
+                    // A broken reused connection means the others are stale too (a restarted
+                    // server): they are dropped and one new connection is tried.
+                    guard reused.broken else { throw error }
+                    self.idle.withLock { $0.removeAll() }
+                }
+            }
+            let fresh = try self.connect()
+            let result = try self.attempt(body, on: fresh)
+            self.succeeded()
+            return result
+        } catch {
+            self.failed(error)
+            throw error
+        }
+    }
+
+    /// Runs `body` on `connection` and gives the connection back when it is still sound.
+    private func attempt<T>(
+        _ body: (RedisConnection) throws(RedisError) -> T,
+        on connection: RedisConnection
+    ) throws(RedisError) -> T {
+        let result: T
+        do {
+            result = try body(connection)
+        } catch {
+            if !connection.broken { self.giveBack(connection) }
+            throw error
+        }
+        if !connection.broken { self.giveBack(connection) }
+        return result
+    }
+
+    private func giveBack(_ connection: RedisConnection) {
+        self.idle.withLock { idle in
+            if idle.count < Self.idleLimit { idle.append(connection) }
+        }
+    }
+
+    private func connect() throws(RedisError) -> RedisConnection {
+        var password: String?
+        if let secret = self.configuration.password {
+            do {
+                password = try secret.resolve()
+            } catch {
+                let reason = error.problems.map(\.message).joined(separator: "; ")
+                throw RedisError(.refused, "token_store.redis.password (\(secret)) cannot be read: \(reason)")
+            }
+        }
+        return try RedisConnection(
+            self.configuration,
+            password: password,
+            connectTimeout: self.connectTimeout,
+            commandTimeout: self.commandTimeout
+        )
+    }
+
+    private func succeeded() {
+        let recovered = self.health.withLock { health -> Bool in
+            defer { health = Health() }
+            return health.reported
+        }
+        if recovered {
+            self.logger.notice(
+                "token store answers again: tokens are shared again",
+                metadata: ["store": "\(self.configuration.address)"]
+            )
+        }
+    }
+
+    private func failed(_ error: RedisError) {
+        self.metrics?.tokenStoreError(store: "redis", kind: error.kind == .refused ? "refused" : "unreachable")
+        let first = self.health.withLock { health -> Bool in
+            health.downUntil = .now + health.backoff
+            health.backoff = min(health.backoff * 2, Self.longestBackoff)
+            defer { health.reported = true }
+            return !health.reported
+        }
+        if first {
+            self.logger.warning(
+                "token store unreachable: each proxy gets its own tokens until it answers",
+                metadata: ["store": "\(self.configuration.address)", "error": "\(error.message)"]
+            )
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// Several `tokenproxy serve` processes sharing one `redis-server`, as a fleet of sidecars
+/// does (`docs/guide/redis.md`): one token request per provider for the whole fleet, and
+/// every request answered while Redis is away.
+@Suite(.serialized) struct RedisFleetTests {
+    private struct Fleet {
+        let redis: RedisFixture
+        let authorization: FakeAuthorizationServer
+        let upstream: FakeUpstream
+        let proxies: [TokenProxyProcess]
+    }
+
+    private func fleet(size: Int, expiresIn: Int = 3600, delay: Double = 0.3, skew: Int = 60) throws -> Fleet {
+        let redis = try RedisFixture(password: "fleet-pa55")
+        let authorization = try FakeAuthorizationServer()
+        authorization.expiresIn = expiresIn
+        authorization.delay = delay
+        let upstream = try FakeUpstream()
+        let configuration = """
+            {"token_store": {"redis": {"url": "redis://127.0.0.1:\(redis.port)/2", "password": "fleet-pa55",
+                                       "encryption_key": "fleet-k3y-for-tests", "key_prefix": "fleet:"}},
+             "providers": {"svc": {"grant": "client_credentials", "token_url": "\(authorization.tokenURL)",
+                                   "client_id": "c", "client_secret": "s", "allow_insecure_endpoints": true,
+                                   "refresh_skew_seconds": \(skew)}},
+             "routes": [{"path_prefix": "/api", "upstream": "http://127.0.0.1:\(upstream.port)", "provider": "svc",
+                         "allow_insecure_upstream": true}]}
+            """
+        let proxies = try (0..<size).map { _ in try TokenProxyProcess(configuration: configuration) }
+        return Fleet(redis: redis, authorization: authorization, upstream: upstream, proxies: proxies)
+    }
+
+    /// Sends `count` requests at once, spread over the proxies; the statuses (0: no answer).
+    private func burst(_ fleet: Fleet, count: Int) -> [Int] {
+        let statuses = Mutex<[Int]>([])
+        let ports = fleet.proxies.map(\.port)
+        DispatchQueue.concurrentPerform(iterations: count) { index in
+            let port = ports[index % ports.count]
+            let status = (try? TestClient(port: port, timeout: 30).get("/api/item/\(index)").status) ?? 0
+            statuses.withLock { $0.append(status) }
+        }
+        return statuses.withLock { $0 }
+    }
+
+    @Test func hundredsOfColdRequestsOnThreeProxiesMakeOneTokenRequest() throws {
+        let fleet = try self.fleet(size: 3)
+        let statuses = self.burst(fleet, count: 300)
+        #expect(statuses.filter { $0 == 200 }.count == 300, "\(Set(statuses))")
+        #expect(fleet.authorization.requests.count == 1)
+        // Every proxy sent the one token.
+        let sent = Set(fleet.upstream.requests.compactMap { $0.headers.first("Authorization") })
+        #expect(sent == ["Bearer issued-1"])
+        // Redis holds it sealed only, in database 2 under the prefix.
+        let everything = try fleet.redis.everything()
+        #expect(everything.isEmpty, "database 0 is not used")
+        let sealed = try fleet.redis.cli(["-n", "2", "--raw", "HGET", "fleet:tokens", "grant:svc"])
+        #expect(sealed.hasPrefix("tp1:"))
+        #expect(!sealed.contains("issued-1"))
+    }
+
+    @Test func aShortTokenLifetimeGivesOneTokenRequestPerLifetimeForTheFleet() throws {
+        // Stale 1 s before it expires, renewed in the background 1 s before that: each token
+        // serves 4 s, whichever proxy renews it.
+        let (lifetime, skew, lead) = (6, 1, 1)
+        let period = Double(lifetime - skew - lead)
+        let fleet = try self.fleet(size: 3, expiresIn: lifetime, delay: 0, skew: skew)
+        let started = Date()
+        var statuses: [Int] = []
+        var index = 0
+        while Date().timeIntervalSince(started) < 4 * period {
+            let proxy = fleet.proxies[index % fleet.proxies.count]
+            statuses.append((try? TestClient(port: proxy.port, timeout: 30).get("/api/tick/\(index)").status) ?? 0)
+            index += 1
+            usleep(50_000)
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(statuses.allSatisfy { $0 == 200 }, "\(Set(statuses))")
+        // Each proxy alone would ask once per period, three proxies three times as often;
+        // shared, the fleet asks once per period (plus the first request and one in flight).
+        let requests = fleet.authorization.requests.count
+        #expect(requests >= 2)
+        #expect(requests <= Int(elapsed / period) + 2, "\(requests) token requests in \(elapsed) s")
+    }
+
+    @Test func redisKilledAndRestartedMidRunLosesNoRequest() throws {
+        let fleet = try self.fleet(size: 2, delay: 0)
+        #expect(self.burst(fleet, count: 20).allSatisfy { $0 == 200 })
+        #expect(fleet.authorization.requests.count == 1)
+
+        fleet.redis.stop()
+        let during = self.burst(fleet, count: 40)
+        #expect(during.allSatisfy { $0 == 200 }, "\(Set(during))")
+        // Each proxy notices, logs it once and counts it; readyz stays ready.
+        for proxy in fleet.proxies {
+            #expect(
+                eventually {
+                    proxy.output.line("token store unreachable: each proxy gets its own tokens until it answers") != nil
+                }
+            )
+            let ready = try TestClient.outcome(port: proxy.port, target: "/_tokenproxy/readyz")
+            #expect(ready == .answered(200))
+            let metrics = try TestClient(port: proxy.port).get("/_tokenproxy/metrics")
+            let exposition = try PrometheusExposition(String(decoding: metrics.body, as: UTF8.self))
+            let errors = exposition.value(
+                "tokenproxy_token_store_errors_total",
+                ["store": "redis", "kind": "unreachable"]
+            )
+            #expect((errors ?? 0) >= 1)
+        }
+
+        // Restarted empty: the proxies notice, and the next token request refills it.
+        try fleet.redis.start()
+        #expect(
+            eventually {
+                self.burst(fleet, count: 4).allSatisfy { $0 == 200 }
+                    && (try? fleet.redis.cli(["-n", "2", "EXISTS", "fleet:tokens"])) == "1"
+            }
+        )
+        let after = self.burst(fleet, count: 40)
+        #expect(after.allSatisfy { $0 == 200 }, "\(Set(after))")
+    }
+}
