@@ -7,7 +7,10 @@ package enum ExchangeMetrics {
     /// Records `exchange`, which has just ended, under `route` (a configured route's name or
     /// one of the fixed labels of ``ProxyMetrics``).
     package static func record(_ exchange: HTTPExchange, route: String, in metrics: ProxyMetrics) {
-        metrics.requestFinished(route: route, status: exchange.responseStatus, duration: .now - exchange.startTime)
+        // A tunnel's life is its two sides' to decide, minutes or hours: it is counted (status
+        // 1xx) but kept out of the request-duration histogram, whose latency it would swamp.
+        let duration: Duration? = exchange.isTunnel ? nil : .now - exchange.startTime
+        metrics.requestFinished(route: route, status: exchange.responseStatus, duration: duration)
         let outcome = exchange.forwarding
         if outcome.replayed {
             metrics.replayed(route: route)

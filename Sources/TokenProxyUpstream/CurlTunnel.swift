@@ -91,6 +91,7 @@ package final class CurlTunnel: @unchecked Sendable {
         shutdown(self.socket, Int32(SHUT_WR))
     }
 
+    /// libcurl's words for `code`.
     static func describe(_ code: CURLcode) -> String {
         String(cString: curl_easy_strerror(code))
     }
@@ -172,4 +173,7 @@ package final class CurlTunnel: @unchecked Sendable {
     }
 }
 
+/// An easy handle may move between threads as long as one thread at a time uses it (libcurl's
+/// rule): a tunnel's handle goes from its handshake thread to its connection's context once,
+/// and its last cancel handler frees it.
 extension CurlEasy: @unchecked Sendable {}

@@ -3,6 +3,7 @@ import Testing
 
 @testable import TokenProxyConfiguration
 @testable import TokenProxyForwarding
+@testable import TokenProxyMetrics
 
 /// Upgrade pass-through against a real WebSocket server and client (the `websockets` package
 /// from PyPI): the server takes only the bearer token it is told, so every tunnel that works
@@ -14,7 +15,8 @@ struct WebSocketTunnelTests {
         provider: String = #"{"grant": "static", "token": "ws-token"}"#,
         route: String = "",
         limits: String = #"{}"#,
-        logs: CapturedLogs = CapturedLogs()
+        logs: CapturedLogs = CapturedLogs(),
+        metrics: ProxyMetrics = ProxyMetrics()
     ) throws -> TestProxy {
         let json = """
             {"providers": {"svc": \(provider)}, "limits": \(limits),
@@ -29,7 +31,8 @@ struct WebSocketTunnelTests {
                 engine: ForwardingFixture.engine,
                 logger: TestLogging.logger
             ),
-            logger: logs.logger()
+            logger: logs.logger(),
+            metrics: metrics
         )
     }
 
@@ -41,7 +44,8 @@ struct WebSocketTunnelTests {
     @Test func textBinaryPingAndCloseCodesPassThrough() throws {
         let server = try WebSocketServer(accept: ["ws-token"])
         let logs = CapturedLogs()
-        let proxy = try self.proxy(upstream: "http://127.0.0.1:\(server.port)", logs: logs)
+        let metrics = ProxyMetrics()
+        let proxy = try self.proxy(upstream: "http://127.0.0.1:\(server.port)", logs: logs, metrics: metrics)
         let url = "ws://127.0.0.1:\(proxy.port)/ws"
 
         let echo = try WebSocketClient.run("echo", url: url)
@@ -69,6 +73,11 @@ struct WebSocketTunnelTests {
             }
         )
         #expect(try server.stats().authorizations.allSatisfy { $0 == "Bearer ws-token" })
+
+        // Counted as answered with 1xx, and kept out of the latency histogram.
+        let exposition = { String(decoding: metrics.exposition(openConnections: 0), as: UTF8.self) }
+        #expect(eventually { exposition().contains(#"tokenproxy_requests_total{route="/ws",status="1xx"} 3"#) })
+        #expect(!exposition().contains(#"tokenproxy_request_duration_seconds_count{route="/ws"}"#))
     }
 
     @Test func theHandshakeCarriesTheCredentialNotTheClients() throws {
