@@ -430,3 +430,51 @@ struct WebSocketBrowserTests {
         #expect(try server.stats().handshakes == 1, "no handshake reached the server")
     }
 }
+
+/// SIGTERM with a tunnel open: the proxy drains, the tunnel keeps working until the drain
+/// timeout, then the process ends and the tunnel with it.
+@Suite struct TunnelDrainTests {
+    @Test func aTunnelOutlivesSIGTERMUntilTheDrainTimeoutThenCloses() throws {
+        let upstream = try HalfCloseUpstream()
+        let directory = try ScriptDirectory()
+        let config = directory.path("proxy.json")
+        try """
+        {"listen": "127.0.0.1:0", "token_store": "memory", "limits": {"drain_timeout_seconds": 1},
+         "providers": {"svc": {"grant": "static", "token": "drain-token"}},
+         "routes": [{"path_prefix": "/t", "upstream": "http://127.0.0.1:\(upstream.port)", "provider": "svc",
+                     "allow_insecure_upstream": true, "upgrade_protocols": ["count"]}]}
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TokenProxyBinary.path)
+        process.arguments = ["serve", "--config", config, "--log-format", "json"]
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer {
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+            }
+            process.waitUntilExit()
+        }
+        let errors = ProcessErrorStream(stderr)
+        let port = try #require(
+            eventually {
+                (errors.line("listening")?["server.address"] as? String)
+                    .flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) }
+            }
+        )
+        let client = try TestClient(port: port, timeout: 30)
+        try client.send("GET /t/x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: upgrade\r\nUpgrade: count\r\n\r\n")
+        #expect(try client.readHead().status == 101)
+
+        process.terminate()
+        // Still a tunnel while the proxy drains: the bytes go through.
+        try client.send(Array(repeating: UInt8(ascii: "y"), count: 1000))
+        // At the drain timeout the process ends, and the tunnel with it.
+        _ = try client.readUntilEOF()
+        #expect(client.sawEOF)
+        #expect(eventually { !process.isRunning })
+        #expect(errors.raw.contains("drain timeout passed"))
+    }
+}
