@@ -23,17 +23,7 @@ struct WebSocketTunnelTests {
              "routes": [{"path_prefix": "/ws", "upstream": "\(upstream)", "provider": "svc",
                          "allow_insecure_upstream": true \(route)}]}
             """
-        let configuration = TestProxy.configuration(json)
-        return try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engine: ForwardingFixture.engine,
-                logger: TestLogging.logger
-            ),
-            logger: logs.logger(),
-            metrics: metrics
-        )
+        return try TestProxy.forwarding(json, logger: logs.logger(), metrics: metrics)
     }
 
     private static func handshake(_ path: String, extra: String = "") -> String {
@@ -225,15 +215,7 @@ struct TunnelEdgeTests {
             {"providers": {"svc": {"grant": "static", "token": "edge-token"}}, "limits": \(limits),
              "routes": [{"path_prefix": "/t", "provider": "svc", \(route)}]}
             """
-        let configuration = TestProxy.configuration(json)
-        return try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engine: ForwardingFixture.engine,
-                logger: TestLogging.logger
-            )
-        )
+        return try TestProxy.forwarding(json)
     }
 
     @Test func eachSidesEndIsPassedOnAsAHalfClose() throws {
@@ -407,15 +389,7 @@ struct WebSocketBrowserTests {
                         {"path_prefix": "/ws", "upstream": "http://127.0.0.1:\(server.port)", "provider": "svc",
                          "allow_insecure_upstream": true}]}
             """
-        let configuration = TestProxy.configuration(json)
-        let proxy = try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engine: ForwardingFixture.engine,
-                logger: TestLogging.logger
-            )
-        )
+        let proxy = try TestProxy.forwarding(json)
 
         let dom = try HeadlessChromium.dumpDOM(of: "http://127.0.0.1:\(proxy.port)/app/page.html")
         #expect(dom.contains("echo=from the page"), "the page's WebSocket: \(dom)")

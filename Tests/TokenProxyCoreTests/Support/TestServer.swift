@@ -56,6 +56,26 @@ final class TestProxy {
         try TestClient(port: self.port)
     }
 
+    /// A proxy for the configuration `json` forwarding with libcurl through the shared test
+    /// engine.
+    static func forwarding(
+        _ json: String,
+        logger: Logger = TestLogging.logger,
+        metrics: ProxyMetrics = ProxyMetrics()
+    ) throws -> TestProxy {
+        let configuration = TestProxy.configuration(json)
+        return try TestProxy(
+            configuration,
+            forwarder: CurlForwarder(
+                configuration: configuration,
+                engine: ForwardingFixture.engine,
+                logger: TestLogging.logger
+            ),
+            logger: logger,
+            metrics: metrics
+        )
+    }
+
     deinit {
         self.service.drain(timeout: 1) { _ in }
     }
