@@ -1,4 +1,5 @@
 import Foundation
+import TokenProxySupport
 
 /// Why a shared read or write did not happen: the server (then the store serves from
 /// memory), or the store itself (the key cannot be read: reported, never hidden).
@@ -9,12 +10,23 @@ enum RedisStoreFailure: Error {
     case store(TokenStoreError)
 }
 
+/// What a compare-and-set did.
+enum RedisWriteOutcome: Equatable {
+    /// Written; the hash's epoch after the write.
+    case written(epoch: String)
+    /// Another writer changed a field first: read again and retry.
+    case conflict
+    /// A lease this process held on these providers is gone: nothing was written.
+    case leaseLost(Set<String>)
+}
+
 extension RedisTokenStore {
-    /// The hash as read: the contents of the values that opened, and every field's raw
-    /// value (what a compare-and-set expects to find).
+    /// The hash as read: the contents of the values that opened, every field's raw value
+    /// (what a compare-and-set expects to find), and the hash's epoch (nil: no hash).
     struct Snapshot {
         var contents = TokenStoreContents()
         var raw: [String: [UInt8]] = [:]
+        var epoch: String?
     }
 
     /// Reads the whole hash (`HGETALL`) and opens every value. A value that does not open
@@ -23,9 +35,7 @@ extension RedisTokenStore {
         let hashKey = self.seal.hashKey
         let answer: RedisReply
         do {
-            answer = try self.client.run { connection throws(RedisError) in
-                try connection.command(["HGETALL", hashKey])
-            }
+            answer = try self.client.command(["HGETALL", hashKey], what: "HGETALL \(hashKey)")
         } catch {
             throw .redis(error)
         }
@@ -39,6 +49,7 @@ extension RedisTokenStore {
             guard let fieldBytes = items[index].bytes, let value = items[index + 1].bytes else { continue }
             let field = String(decoding: fieldBytes, as: UTF8.self)
             snapshot.raw[field] = value
+            if field == "epoch" { snapshot.epoch = String(decoding: value, as: UTF8.self) }
             let isGrant = field.hasPrefix("grant:")
             guard isGrant || field == Self.revocationsField else { continue }
             do {
@@ -65,42 +76,28 @@ extension RedisTokenStore {
         return snapshot
     }
 
-    /// Applies `body` to the shared contents with a compare-and-set of the fields it changed,
-    /// reading again and retrying when another proxy wrote one of them first.
-    func updateShared<Result>(_ body: (inout TokenStoreContents) -> Result) throws(RedisStoreFailure) -> Result {
-        try self.shareUnshared()
-        var attempt = 0
-        while true {
-            attempt += 1
-            let snapshot = try self.fetch()
-            var contents = snapshot.contents
-            let result = body(&contents)
-            let fields = Self.changedFields(snapshot.contents, contents)
-            if fields.isEmpty { return result }
-            if try self.compareAndSet(fields, contents: contents, expected: snapshot.raw) {
-                _ = try? self.local.update { $0 = contents }
-                return result
-            }
-            guard attempt < 50 else {
-                throw .redis(RedisError(.refused, "gave up writing after \(attempt) conflicting writes"))
-            }
-        }
-    }
-
-    /// Writes `fields` of `contents` if each still holds its value in `expected`; false when
-    /// another writer changed one first.
+    /// Writes `fields` of `contents` if each still holds its value in `snapshot` and every
+    /// lease this process holds on a provider among them is still its own.
     func compareAndSet(
         _ fields: Set<String>,
         contents: TokenStoreContents,
-        expected: [String: [UInt8]]
-    ) throws(RedisStoreFailure) -> Bool {
+        snapshot: Snapshot
+    ) throws(RedisStoreFailure) -> RedisWriteOutcome {
+        let held = self.state.withLock { $0.leases }
+        let leases = held.filter { fields.contains(Self.grantField($0.key)) }.sorted { $0.key < $1.key }
+        var generator = SystemRandomNumberGenerator()
+        let epoch =
+            snapshot.epoch ?? Hex.encode((0..<8).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
         var arguments: [[UInt8]] = [
-            Array("EVAL".utf8), Array(RedisScripts.compareAndSet.utf8), Array("2".utf8),
-            Array(self.seal.hashKey.utf8), Array((self.prefix + "revision").utf8),
+            Array("EVAL".utf8), Array(RedisScripts.compareAndSet.utf8), Array(String(1 + leases.count).utf8),
+            Array(self.seal.hashKey.utf8),
         ]
+        arguments += leases.map { Array(self.leaseKey($0.key).utf8) }
+        arguments.append(Array(epoch.utf8))
+        arguments += leases.map { Array($0.value.utf8) }
         for field in fields.sorted() {
             arguments.append(Array(field.utf8))
-            arguments.append(expected[field] ?? [])
+            arguments.append(snapshot.raw[field] ?? [])
             do {
                 arguments.append(try self.sealedValue(of: field, in: contents) ?? [])
             } catch {
@@ -109,14 +106,30 @@ extension RedisTokenStore {
         }
         let answer: RedisReply
         do {
-            answer = try self.client.run { connection throws(RedisError) in try connection.command(arguments) }
+            answer = try self.client.command(arguments, what: "the compare-and-set script")
         } catch {
             throw .redis(error)
         }
-        guard let revision = answer.integer else {
-            throw .redis(RedisError(.refused, "the compare-and-set script failed (\(answer.errorText))"))
+        switch answer {
+        case .integer(0):
+            return .conflict
+        case .integer(-1):
+            let names = Set(leases.map(\.key))
+            self.state.withLock { state in
+                for (name, fence) in leases where state.leases[name] == fence { state.leases[name] = nil }
+            }
+            for name in names.sorted() {
+                self.client.leaseLost(self.leaseKey(name), "a write under it found it expired or held by another proxy")
+            }
+            return .leaseLost(names)
+        case .array(let items) where items.count == 2 && items[0].integer.map({ $0 > 0 }) == true:
+            let written = items[1].bytes.map { String(decoding: $0, as: UTF8.self) } ?? epoch
+            self.state.withLock { $0.seenEpoch = written }
+            self.client.accepted()
+            return .written(epoch: written)
+        default:
+            throw .redis(RedisError(.refused, "the compare-and-set script gave an unexpected answer"))
         }
-        return revision != 0
     }
 
     /// `field`'s value in `contents`, sealed; nil when the field is to be deleted.
