@@ -148,6 +148,26 @@ import Testing
         #expect(try redis.cli(["GET", "tokenproxy:lease:app"]) == "another-proxy")
     }
 
+    @Test func anOlderValueCopiedBackIsRefusedAndRepaired() throws {
+        let redis = try RedisFixture()
+        let metrics = ProxyMetrics()
+        let store = RedisTokenStore(redis.configuration(), metrics: metrics, logger: TestLogging.logger)
+        try store.update { $0.grants["app"] = self.grant("access-1", refresh: "refresh-1") }
+        let first = try redis.cli(["--raw", "HGET", "tokenproxy:tokens", "grant:app"])
+        try store.update { $0.grants["app"] = self.grant("access-2", refresh: "refresh-2") }
+        #expect(try store.read().grants["app"]?.refreshToken == "refresh-2")
+
+        // Someone with access to Redis, but not the key, copies the earlier value back (with
+        // its counter): it opens, but it is older than what this proxy read.
+        try redis.cli(["HSET", "tokenproxy:tokens", "grant:app", first, "generation:grant:app", "1"])
+        #expect(try store.read().grants["app"]?.refreshToken == "refresh-2")
+        #expect(try self.errors(metrics, kind: "rejected_value") == 1)
+        // This proxy's copy was written back over it.
+        #expect(try redis.cli(["--raw", "HGET", "tokenproxy:tokens", "grant:app"]) != first)
+        let other = RedisTokenStore(redis.configuration(), logger: TestLogging.logger)
+        #expect(try other.read().grants["app"]?.refreshToken == "refresh-2")
+    }
+
     @Test func aSharedOnlyStoreFailsInsteadOfKeepingChangesInMemory() throws {
         let redis = try RedisFixture()
         redis.stop()

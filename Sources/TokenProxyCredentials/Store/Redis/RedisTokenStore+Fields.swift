@@ -22,58 +22,15 @@ enum RedisWriteOutcome: Equatable {
 
 extension RedisTokenStore {
     /// The hash as read: the contents of the values that opened, every field's raw value
-    /// (what a compare-and-set expects to find), and the hash's epoch (nil: no hash).
+    /// (what a compare-and-set expects to find), the hash's epoch (nil: no hash), and the
+    /// fields refused as older than what this process read before.
     struct Snapshot {
         var contents = TokenStoreContents()
         var raw: [String: [UInt8]] = [:]
         var epoch: String?
-    }
-
-    /// Reads the whole hash (`HGETALL`) and opens every value. A value that does not open
-    /// under its field and the key is left out, logged once and counted, never used.
-    func fetch() throws(RedisStoreFailure) -> Snapshot {
-        let hashKey = self.seal.hashKey
-        let answer: RedisReply
-        do {
-            answer = try self.client.command(["HGETALL", hashKey], what: "HGETALL \(hashKey)")
-        } catch {
-            throw .redis(error)
-        }
-        guard case .array(let items) = answer, items.count % 2 == 0 else {
-            throw .redis(RedisError(.refused, "HGETALL \(hashKey) gave an unexpected answer (\(answer.errorText))"))
-        }
-        var snapshot = Snapshot()
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
-        for index in stride(from: 0, to: items.count, by: 2) {
-            guard let fieldBytes = items[index].bytes, let value = items[index + 1].bytes else { continue }
-            let field = String(decoding: fieldBytes, as: UTF8.self)
-            snapshot.raw[field] = value
-            if field == "epoch" { snapshot.epoch = String(decoding: value, as: UTF8.self) }
-            let isGrant = field.hasPrefix("grant:")
-            guard isGrant || field == Self.revocationsField else { continue }
-            do {
-                let plaintext = try self.seal.open(value, field: field)
-                if isGrant {
-                    guard let grant = try? decoder.decode(StoredGrant.self, from: plaintext) else {
-                        self.refused(field, value, "it opened but is not a grant record")
-                        continue
-                    }
-                    snapshot.contents.grants[String(field.dropFirst("grant:".count))] = grant
-                } else {
-                    guard let list = try? decoder.decode([PendingRevocation].self, from: plaintext) else {
-                        self.refused(field, value, "it opened but is not a list of revocations")
-                        continue
-                    }
-                    snapshot.contents.pendingRevocations = list
-                }
-            } catch  where error.code == .corrupt || error.code == .decryptionFailed {
-                self.refused(field, value, error.message)
-            } catch {
-                throw .store(error)
-            }
-        }
-        return snapshot
+        /// The fields whose value is older than one this process read before (left out of
+        /// ``contents``).
+        var older: Set<String> = []
     }
 
     /// Writes `fields` of `contents` if each still holds its value in `snapshot` and every
@@ -95,11 +52,17 @@ extension RedisTokenStore {
         arguments += leases.map { Array(self.leaseKey($0.key).utf8) }
         arguments.append(Array(epoch.utf8))
         arguments += leases.map { Array($0.value.utf8) }
+        var generations: [String: Int] = [:]
         for field in fields.sorted() {
+            let counter = snapshot.raw[RedisSealedRecord<StoredGrant>.generationField(field)]
+            let generation = RedisSealedRecord<StoredGrant>.generation(counter) + 1
+            generations[field] = generation
             arguments.append(Array(field.utf8))
             arguments.append(snapshot.raw[field] ?? [])
+            arguments.append(counter ?? [])
+            arguments.append(Array(String(generation).utf8))
             do {
-                arguments.append(try self.sealedValue(of: field, in: contents) ?? [])
+                arguments.append(try self.sealedValue(of: field, in: contents, generation: generation) ?? [])
             } catch {
                 throw .store(error)
             }
@@ -124,7 +87,10 @@ extension RedisTokenStore {
             return .leaseLost(names)
         case .array(let items) where items.count == 2 && items[0].integer.map({ $0 > 0 }) == true:
             let written = items[1].bytes.map { String(decoding: $0, as: UTF8.self) } ?? epoch
-            self.state.withLock { $0.seenEpoch = written }
+            self.state.withLock { state in
+                state.seenEpoch = written
+                state.noteGenerations(generations, epoch: written)
+            }
             self.client.accepted()
             return .written(epoch: written)
         default:
@@ -132,16 +98,25 @@ extension RedisTokenStore {
         }
     }
 
-    /// `field`'s value in `contents`, sealed; nil when the field is to be deleted.
-    func sealedValue(of field: String, in contents: TokenStoreContents) throws(TokenStoreError) -> [UInt8]? {
+    /// `field`'s value in `contents` with its `generation`, sealed; nil when the field is to be
+    /// deleted.
+    func sealedValue(
+        of field: String,
+        in contents: TokenStoreContents,
+        generation: Int
+    ) throws(TokenStoreError) -> [UInt8]? {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         encoder.outputFormatting = [.sortedKeys]
         let plaintext: Data?
         if field == Self.revocationsField {
-            plaintext = contents.pendingRevocations.isEmpty ? nil : try? encoder.encode(contents.pendingRevocations)
+            let list = contents.pendingRevocations
+            plaintext =
+                list.isEmpty ? nil : try? encoder.encode(RedisSealedRecord(generation: generation, record: list))
         } else {
-            plaintext = contents.grants[String(field.dropFirst("grant:".count))].flatMap { try? encoder.encode($0) }
+            plaintext = contents.grants[String(field.dropFirst("grant:".count))].flatMap {
+                try? encoder.encode(RedisSealedRecord(generation: generation, record: $0))
+            }
         }
         guard let plaintext else { return nil }
         return try self.seal.seal(plaintext, field: field)

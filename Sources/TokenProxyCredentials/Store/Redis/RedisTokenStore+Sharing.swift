@@ -60,11 +60,12 @@ extension RedisTokenStore {
     /// epoch changed or it is gone: the server restarted empty, the key was evicted or
     /// deleted), every grant this process holds that the server lacks or holds older, and its
     /// pending revocations. Adopting the empty hash instead would drop the only copy of
-    /// rotated refresh tokens, and the next refresh would spend a used one.
+    /// rotated refresh tokens, and the next refresh would spend a used one. A field whose
+    /// value was refused as older than one read before gets this process's copy back too.
     func restored(_ snapshot: Snapshot) throws(RedisStoreFailure) -> TokenStoreContents {
-        guard let seen = self.state.withLock({ $0.seenEpoch }), seen != snapshot.epoch else {
-            return snapshot.contents
-        }
+        let seen = self.state.withLock { $0.seenEpoch }
+        let lost = seen != nil && seen != snapshot.epoch
+        guard lost || !snapshot.older.isEmpty else { return snapshot.contents }
         let mine: TokenStoreContents
         do {
             mine = try self.local.read()
@@ -74,14 +75,19 @@ extension RedisTokenStore {
         var merged = snapshot.contents
         for (name, ours) in mine.grants {
             let theirs = merged.grants[name]
-            if theirs == nil || (ours.obtainedAt ?? .distantPast) > (theirs?.obtainedAt ?? .distantPast) {
+            let replaced = snapshot.older.contains(Self.grantField(name))
+            if replaced
+                || (lost && (theirs == nil || (ours.obtainedAt ?? .distantPast) > (theirs?.obtainedAt ?? .distantPast)))
+            {
                 merged.grants[name] = ours
             }
         }
-        for revocation in mine.pendingRevocations where !merged.pendingRevocations.contains(revocation) {
-            merged.pendingRevocations.append(revocation)
+        if lost || snapshot.older.contains(Self.revocationsField) {
+            for revocation in mine.pendingRevocations where !merged.pendingRevocations.contains(revocation) {
+                merged.pendingRevocations.append(revocation)
+            }
         }
-        if merged != snapshot.contents {
+        if lost && merged != snapshot.contents {
             self.logger.warning(
                 """
                 token store lost its contents (restarted empty, or the key was evicted or deleted): \

@@ -53,6 +53,11 @@ final class RedisTokenStore: TokenStore {
         var seenEpoch: String?
         /// Provider name → the fence of the lease this process holds on it.
         var leases: [String: String] = [:]
+        /// Field → the highest generation this process read or wrote of it
+        /// (``RedisSealedRecord``), in the hash of epoch ``generationsEpoch``.
+        var generations: [String: Int] = [:]
+        /// The epoch of the hash ``generations`` were seen in.
+        var generationsEpoch: String?
     }
 
     /// The hash field of provider `name`'s grant.
