@@ -11,8 +11,9 @@ import Testing
 /// The Redis connection against peers that misbehave on the wire: an answer dripped a byte
 /// at a time costs one command timeout, not the drip's length; an answer larger than any the
 /// store asks for is refused before it is read whole. Either way the store serves from
-/// memory and counts the failure.
-@Suite struct RedisWireTests {
+/// memory and counts the failure. A name lookup that hangs costs the connect timeout.
+/// Serialized: the lookups running at once are counted process-wide.
+@Suite(.serialized) struct RedisWireTests {
     private func store(_ peer: FakeRedisPeer, metrics: ProxyMetrics) -> RedisTokenStore {
         RedisTokenStore(
             RedisStoreConfiguration(
@@ -85,6 +86,41 @@ import Testing
         #expect(!peer.finished)
         #expect(peer.sent < 64 << 20, "\(peer.sent) bytes sent")
         #expect(try self.unreachable(metrics) >= 1)
+    }
+
+    @Test func aResolverThatNeverAnswersCostsTheConnectTimeout() throws {
+        let release = DispatchSemaphore(value: 0)
+        defer {
+            for _ in 0..<RedisAddressResolver.lookupLimit { release.signal() }
+            // The lookups end once released, and the next test starts with none running.
+            #expect(eventually { RedisAddressResolver.runningLookups == 0 })
+        }
+        let stuck: @Sendable (String) -> Result<[String], RedisError> = { _ in
+            release.wait()
+            return .success(["127.0.0.1"])
+        }
+        // Each wait ends at its deadline; the stuck lookups are left running, up to the limit.
+        for _ in 0..<RedisAddressResolver.lookupLimit {
+            #expect(throws: RedisError.self) {
+                _ = try RedisAddressResolver.numericAddresses(
+                    of: "redis.example",
+                    deadline: .now + .milliseconds(200),
+                    lookUp: stuck
+                )
+            }
+        }
+        // Past the limit, connecting fails at once instead of starting yet another thread.
+        let refused = Mutex<RedisError?>(nil)
+        do {
+            _ = try RedisAddressResolver.numericAddresses(
+                of: "redis.example",
+                deadline: .now + .seconds(60),
+                lookUp: stuck
+            )
+        } catch {
+            refused.withLock { $0 = error }
+        }
+        #expect(refused.withLock { $0 }?.message.contains("still running") == true)
     }
 
     @Test func aHostNameIsResolvedAndEveryAddressTried() throws {

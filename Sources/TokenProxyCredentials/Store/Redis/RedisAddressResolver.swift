@@ -16,9 +16,17 @@ enum RedisAddressResolver {
     private static let worker = BlockingWorker(name: "tp-redis-dns", idleLimit: 1)
     private static let running = Atomic(0)
 
+    /// How many lookups are running now.
+    static var runningLookups: Int { Self.running.load(ordering: .relaxed) }
+
     /// `host` itself when it is an IPv4 or IPv6 address, else its addresses from the system's
     /// resolver (at most 8, in the resolver's order), by `deadline`.
-    static func numericAddresses(of host: String, deadline: ContinuousClock.Instant) throws(RedisError) -> [String] {
+    /// `lookUp` is the system's resolver unless a test gives another.
+    static func numericAddresses(
+        of host: String,
+        deadline: ContinuousClock.Instant,
+        lookUp: @escaping @Sendable (String) -> Result<[String], RedisError> = Self.lookUp
+    ) throws(RedisError) -> [String] {
         if Self.isNumeric(host) { return [host] }
         guard Self.running.add(1, ordering: .relaxed).newValue <= Self.lookupLimit else {
             Self.running.subtract(1, ordering: .relaxed)
@@ -28,7 +36,7 @@ enum RedisAddressResolver {
         let done = DispatchSemaphore(value: 0)
         Self.worker.run {
             defer { Self.running.subtract(1, ordering: .relaxed) }
-            let result = Self.lookUp(host)
+            let result = lookUp(host)
             answer.withLock { $0 = result }
             done.signal()
         }
@@ -49,7 +57,7 @@ enum RedisAddressResolver {
     }
 
     /// `getaddrinfo` for a stream socket, the answers in numeric form.
-    private static func lookUp(_ host: String) -> Result<[String], RedisError> {
+    @Sendable static func lookUp(_ host: String) -> Result<[String], RedisError> {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
