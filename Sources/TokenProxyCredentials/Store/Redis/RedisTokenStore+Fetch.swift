@@ -20,7 +20,7 @@ extension RedisTokenStore {
             guard let field = items[index].bytes, let value = items[index + 1].bytes else { continue }
             snapshot.raw[String(decoding: field, as: UTF8.self)] = value
         }
-        snapshot.epoch = snapshot.raw["epoch"].map { String(decoding: $0, as: UTF8.self) }
+        snapshot.epoch = snapshot.raw["epoch"].map(Self.counterText)
         let seen = self.state.withLock { $0.generationsEpoch == snapshot.epoch ? $0.generations : [:] }
         var read: [String: Int] = [:]
         for (field, value) in snapshot.raw where field.hasPrefix("grant:") || field == Self.revocationsField {
@@ -80,6 +80,14 @@ extension RedisTokenStore {
         }
         contents.grants[String(field.dropFirst("grant:".count))] = sealed.record
         return sealed.generation
+    }
+}
+
+extension RedisTokenStore {
+    /// The text of an `epoch` or `revision` value, at most 64 bytes of it: whoever can write
+    /// to the server chooses these values, and they are kept and compared, never used.
+    static func counterText(_ bytes: [UInt8]) -> String {
+        String(decoding: bytes.prefix(64), as: UTF8.self)
     }
 }
 

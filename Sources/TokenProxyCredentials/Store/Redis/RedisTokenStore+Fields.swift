@@ -86,7 +86,7 @@ extension RedisTokenStore {
             }
             return .leaseLost(names)
         case .array(let items) where items.count == 2 && items[0].integer.map({ $0 > 0 }) == true:
-            let written = items[1].bytes.map { String(decoding: $0, as: UTF8.self) } ?? epoch
+            let written = items[1].bytes.map(Self.counterText) ?? epoch
             self.state.withLock { state in
                 state.seenEpoch = written
                 state.noteGenerations(generations, epoch: written)

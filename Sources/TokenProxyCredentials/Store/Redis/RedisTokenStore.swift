@@ -156,7 +156,7 @@ final class RedisTokenStore: TokenStore {
             let answer = try? self.client.command(["HMGET", self.seal.hashKey, "epoch", "revision"], what: "HMGET"),
             case .array(let items) = answer, items.count == 2
         else { return nil }
-        let text = items.map { $0.bytes.map { String(decoding: $0, as: UTF8.self) } }
+        let text = items.map { $0.bytes.map(Self.counterText) }
         return (text[0], text[1] ?? "0")
     }
 
