@@ -18,6 +18,12 @@ static inline int tp_redis_fd(const redisContext *context) { return context->fd;
 /// The context's protocol reader, which the caller feeds the bytes it reads.
 static inline redisReader *tp_redis_reader(redisContext *context) { return context->reader; }
 
+/// How many bytes the reader holds beyond the answers it gave: after one answer to one
+/// command, any are a server's extra answers.
+static inline size_t tp_redis_reader_pending(const redisContext *context) {
+    return context->reader->len - context->reader->pos;
+}
+
 /// Puts the context's socket in non-blocking mode and tells hiredis so (a read or write that
 /// would block is then "try again", not an error); 0 on success, -1 with errno set.
 static inline int tp_redis_set_nonblocking(redisContext *context) {

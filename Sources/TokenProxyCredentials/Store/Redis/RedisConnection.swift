@@ -176,6 +176,9 @@ final class RedisConnection: @unchecked Sendable {
             guard redisGetReplyFromReader(self.context, &raw) == REDIS_OK else { throw self.failure() }
             if let raw {
                 defer { freeReplyObject(raw) }
+                // Bytes past the one answer would be taken for the next command's answer: the
+                // connection is not used again.
+                if tp_redis_reader_pending(self.context) > 0 { self.broken = true }
                 return RedisReply(copying: raw.assumingMemoryBound(to: redisReply.self))
             }
             try self.wait(for: Int16(POLLIN), until: deadline)
