@@ -168,6 +168,22 @@ import Testing
         #expect(try other.read().grants["app"]?.refreshToken == "refresh-2")
     }
 
+    @Test func aValueRemovedWithoutAWriteIsWrittenBackButALogoutIsFollowed() throws {
+        let redis = try RedisFixture()
+        let store = RedisTokenStore(redis.configuration(), logger: TestLogging.logger)
+        try store.update { $0.grants["app"] = self.grant("access-1", refresh: "refresh-1") }
+        #expect(try store.read().grants["app"]?.refreshToken == "refresh-1")
+        // Removed behind the proxies' back (its write count did not move): not a logout.
+        try redis.cli(["HDEL", "tokenproxy:tokens", "grant:app"])
+        #expect(try store.read().grants["app"]?.refreshToken == "refresh-1")
+        #expect(try redis.cli(["HEXISTS", "tokenproxy:tokens", "grant:app"]) == "1")
+        // Deleted by another proxy (a write): followed.
+        let other = RedisTokenStore(redis.configuration(), logger: TestLogging.logger)
+        try other.update { $0.grants["app"] = nil }
+        #expect(try store.read().grants["app"] == nil)
+        #expect(try redis.cli(["HEXISTS", "tokenproxy:tokens", "grant:app"]) == "0")
+    }
+
     @Test func aSharedOnlyStoreFailsInsteadOfKeepingChangesInMemory() throws {
         let redis = try RedisFixture()
         redis.stop()

@@ -3,7 +3,9 @@ import Foundation
 extension RedisTokenStore {
     /// Reads the whole hash (`HGETALL`) and opens every value. A value that does not open
     /// under its field and the key, or is older than one this process already read of its
-    /// field (``RedisSealedRecord``), is left out, logged once and counted, never used.
+    /// field (``RedisSealedRecord``), is left out, logged once and counted, never used; such
+    /// a field, and one whose value vanished without a write, is listed in
+    /// ``Snapshot/older`` for this process's copy to be written back.
     func fetch() throws(RedisStoreFailure) -> Snapshot {
         let hashKey = self.seal.hashKey
         let answer: RedisReply
@@ -51,6 +53,12 @@ extension RedisTokenStore {
             } catch {
                 throw .store(error)
             }
+        }
+        // A value this process read that is gone while its write count did not move was not
+        // deleted by a proxy (a deletion is a write): it is treated as lost, not as a logout.
+        for (field, generation) in seen where snapshot.raw[field] == nil {
+            let counter = snapshot.raw[RedisSealedRecord<StoredGrant>.generationField(field)]
+            if RedisSealedRecord<StoredGrant>.generation(counter) <= generation { snapshot.older.insert(field) }
         }
         self.state.withLock { $0.noteGenerations(read, epoch: snapshot.epoch) }
         return snapshot

@@ -29,7 +29,7 @@ extension RedisTokenStore {
         var raw: [String: [UInt8]] = [:]
         var epoch: String?
         /// The fields whose value is older than one this process read before (left out of
-        /// ``contents``).
+        /// ``contents``), or gone without a write since this process read it.
         var older: Set<String> = []
     }
 

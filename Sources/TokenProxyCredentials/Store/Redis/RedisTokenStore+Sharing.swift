@@ -87,6 +87,12 @@ extension RedisTokenStore {
                 merged.pendingRevocations.append(revocation)
             }
         }
+        if !lost && merged != snapshot.contents {
+            self.logger.warning(
+                "token store value replaced or removed without a proxy's write: this proxy writes its copy back",
+                metadata: ["store": "\(self.location)", "fields": "\(snapshot.older.sorted())"]
+            )
+        }
         if lost && merged != snapshot.contents {
             self.logger.warning(
                 """
