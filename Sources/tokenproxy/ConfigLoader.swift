@@ -37,14 +37,23 @@ enum ConfigLoader {
 
     /// The token store the configuration names, checked before use: one that cannot be
     /// decrypted or is open to others refuses start-up (exit 2); a corrupt one was moved
-    /// aside, which is reported, and the store starts empty.
-    static func openStore(_ configuration: ProxyConfiguration, metrics: ProxyMetrics? = nil) throws -> any TokenStore {
-        let store = configuration.tokenStore.makeStore(metrics: metrics)
+    /// aside, which is reported, and the store starts empty. `sharedOnly` (one-shot commands):
+    /// a Redis store that cannot be reached refuses too, since nothing would outlive the
+    /// process.
+    static func openStore(
+        _ configuration: ProxyConfiguration,
+        metrics: ProxyMetrics? = nil,
+        sharedOnly: Bool = false
+    ) throws -> any TokenStore {
+        let store = configuration.tokenStore.makeStore(metrics: metrics, sharedOnly: sharedOnly)
         do {
             _ = try store.read()
         } catch {
             if error.code == .corrupt || error.code == .unsupportedVersion {
                 Console.error("error: \(error)")
+            } else if error.code == .unavailable {
+                Console.error("\(error)")
+                throw ExitStatus.runtimeFailure
             } else {
                 Console.error("\(error)")
                 throw ExitStatus.configError

@@ -25,7 +25,9 @@ struct CredentialCommandContext {
         let limits = configuration.limits
         configuration.limits.tokenWaitSeconds = max(limits.tokenWaitSeconds, limits.tokenRequestSeconds + 2)
         self.configuration = configuration
-        self.store = try ConfigLoader.openStore(self.configuration)
+        // A Redis store that cannot be reached fails the command: what it obtained or changed
+        // would otherwise live only in this process's memory, and end with it.
+        self.store = try ConfigLoader.openStore(self.configuration, sharedOnly: true)
         signal(SIGPIPE, SIG_IGN)
         do {
             self.fetcher = UpstreamFetcher(engine: try CurlEngine())

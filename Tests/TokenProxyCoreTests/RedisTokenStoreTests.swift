@@ -146,13 +146,22 @@ import Testing
 
     @Test func aLeaseExcludesOtherProxiesAndADeadHoldersLeaseExpires() throws {
         let redis = try RedisFixture()
-        let first = self.store(redis, leaseLifetime: .milliseconds(600))
-        let second = self.store(redis, leaseLifetime: .milliseconds(600))
+        let first = self.store(redis, leaseLifetime: .seconds(3))
+        let second = self.store(redis, leaseLifetime: .seconds(3))
         let held = try first.lockProvider("app", deadline: .now + .seconds(5))
-        // Renewed while held: a wait longer than its lifetime still finds it taken.
+        let fence = try redis.cli(["GET", "tokenproxy:lease:app"])
         #expect(throws: TokenStoreError.self) {
-            _ = try second.lockProvider("app", deadline: .now + .seconds(2))
+            _ = try second.lockProvider("app", deadline: .now + .milliseconds(300))
         }
+        // Renewed while held: once its time to live has run down a little, it goes back up.
+        func timeToLive() -> Int { (try? redis.cli(["PTTL", "tokenproxy:lease:app"])).flatMap { Int($0) } ?? -1 }
+        let lowered = eventually { () -> Int? in
+            let left = timeToLive()
+            return left > 0 && left < 2_900 ? left : nil
+        }
+        #expect(lowered != nil)
+        #expect(eventually { timeToLive() > (lowered ?? 3_000) })
+        #expect(try redis.cli(["GET", "tokenproxy:lease:app"]) == fence)
         held.release()
         let next = try second.lockProvider("app", deadline: .now + .seconds(5))
         next.release()

@@ -15,6 +15,7 @@ package struct TokenStoreError: Error, Sendable, Equatable, CustomStringConverti
         case insecurePermissions = "insecure_permissions"
         case lockTimeout = "lock_timeout"
         case io
+        case unavailable
     }
 
     /// What went wrong.
@@ -46,4 +47,7 @@ extension ErrorCode where Family == TokenStoreError {
     static let lockTimeout = Self(.lockTimeout)
     /// A system call failed (the message names it and errno).
     static let io = Self(.io)
+    /// A shared store (Redis) cannot be reached or refused the change, and the caller has no
+    /// memory to fall back on (a one-shot command such as `login`, whose memory ends with it).
+    package static let unavailable = Self(.unavailable)
 }

@@ -13,6 +13,9 @@ import TokenProxySupport
 /// alone for a backoff (0.25 s doubling to 5 s): commands meanwhile fail at once, and the
 /// store serves from its own memory. The first failure is logged as a warning and the
 /// recovery as a notice; every failure is counted in `tokenproxy_token_store_errors_total`.
+/// A command the server answers with an error (`READONLY`, `OOM`, `NOPERM`) is reported the
+/// same way (`kind="refused"`, logged once until a write is accepted again), without the
+/// backoff: the server answers, and reads may still work.
 final class RedisClient: Sendable {
     /// The server and how to log in.
     let configuration: RedisStoreConfiguration
@@ -37,6 +40,8 @@ final class RedisClient: Sendable {
         var backoff = RedisClient.firstBackoff
         /// Whether the outage was logged.
         var reported = false
+        /// Whether a refused command was logged since the last accepted write.
+        var refusing = false
     }
 
     /// A client of `configuration`'s server; nothing is connected before the first command.
@@ -86,6 +91,62 @@ final class RedisClient: Sendable {
         }
     }
 
+    /// Runs one command and returns its answer; an error answer is reported (``refused(_:)``)
+    /// and thrown as `refused`, naming `what` was refused.
+    func command(_ arguments: [[UInt8]], what: String) throws(RedisError) -> RedisReply {
+        let answer = try self.run { connection throws(RedisError) in try connection.command(arguments) }
+        if case .error(let message) = answer {
+            let error = RedisError(.refused, "\(what) was refused: \(message)")
+            self.refused(error)
+            throw error
+        }
+        return answer
+    }
+
+    /// Runs one command of text arguments (``command(_:what:)``).
+    func command(_ arguments: [String], what: String) throws(RedisError) -> RedisReply {
+        try self.command(arguments.map { Array($0.utf8) }, what: what)
+    }
+
+    /// Counts a command the server refused, and logs the first since the last accepted write.
+    func refused(_ error: RedisError) {
+        self.metrics?.tokenStoreError(store: "redis", kind: "refused")
+        let first = self.health.withLock { health -> Bool in
+            defer { health.refusing = true }
+            return !health.refusing
+        }
+        if first {
+            self.logger.warning(
+                "token store refused a command: tokens written meanwhile stay in this proxy until it accepts them",
+                metadata: ["store": "\(self.configuration.address)", "error": "\(error.message)"]
+            )
+        }
+    }
+
+    /// Notes that the server accepted a write: a refusal logged before is over.
+    func accepted() {
+        let wasRefusing = self.health.withLock { health -> Bool in
+            defer { health.refusing = false }
+            return health.refusing
+        }
+        if wasRefusing {
+            self.logger.notice(
+                "token store accepts writes again",
+                metadata: ["store": "\(self.configuration.address)"]
+            )
+        }
+    }
+
+    /// Counts and logs a lease found lost: it expired or was taken while its holder still
+    /// asked the token endpoint, so another proxy may be asking too.
+    func leaseLost(_ key: String, _ why: String) {
+        self.metrics?.tokenStoreError(store: "redis", kind: "lease_lost")
+        self.logger.warning(
+            "token store lease lost while its token request ran",
+            metadata: ["store": "\(self.configuration.address)", "lease": "\(key)", "reason": "\(why)"]
+        )
+    }
+
     /// Runs `body` on `connection` and gives the connection back when it is still sound.
     private func attempt<T>(
         _ body: (RedisConnection) throws(RedisError) -> T,
@@ -128,7 +189,11 @@ final class RedisClient: Sendable {
 
     private func succeeded() {
         let recovered = self.health.withLock { health -> Bool in
-            defer { health = Health() }
+            defer {
+                health.downUntil = nil
+                health.backoff = Self.firstBackoff
+                health.reported = false
+            }
             return health.reported
         }
         if recovered {

@@ -8,15 +8,23 @@ import TokenProxySupport
 ///
 /// The fencing value is random, so only the holder renews (every third of the lease's
 /// lifetime, while the token request runs) or deletes it (``RedisScripts``). A holder that
-/// dies stops renewing, and the lease expires after its lifetime: nobody waits for ever.
+/// dies stops renewing, and the lease expires after its lifetime: nobody waits for ever. A
+/// renewal that finds the lease gone or another's is logged and counted (``RedisClient/leaseLost(_:_:)``)
+/// and renewals stop; the store's writes carry the fence, so the write of a holder whose
+/// lease was lost is checked against what the new holder wrote.
 final class RedisLease: TokenStoreLock {
     private let client: RedisClient
     private let key: String
-    private let fence: String
+    /// The random value that marks this holder's lease.
+    let fence: String
     private let local: any TokenStoreLock
     private let lifetime: Duration
-    /// Whether the lease is still held (renewals stop once it is not).
+    private let onRelease: @Sendable (String) -> Void
+    /// Whether the lease is still held and renewed (renewals stop once it is not).
     private let held = Mutex(true)
+    /// Whether a renewal found the lease lost (renewals stop, the release still frees the
+    /// process's lock).
+    private let lost = Mutex(false)
 
     /// The queue that renews leases: its commands block up to the command timeout, so they
     /// never run on a queue that serves connections.
@@ -24,29 +32,34 @@ final class RedisLease: TokenStoreLock {
 
     /// Takes the lease `key` for the holder of `local`, polling with backoff (10 ms doubling
     /// to 200 ms) until `deadline`. Returns nil when it was not taken in time; throws when the
-    /// server cannot be reached.
+    /// server cannot be reached or refuses the command. `onRelease` gets the fence once the
+    /// lease is released.
     static func acquire(
         client: RedisClient,
         key: String,
         lifetime: Duration,
         local: any TokenStoreLock,
-        deadline: ContinuousClock.Instant
+        deadline: ContinuousClock.Instant,
+        onRelease: @escaping @Sendable (String) -> Void
     ) throws(RedisError) -> RedisLease? {
         var generator = SystemRandomNumberGenerator()
         let fence = Hex.encode((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
         let milliseconds = String(max(1, lifetime.milliseconds))
         var pause = Duration.milliseconds(10)
         while true {
-            let answer = try client.run { connection throws(RedisError) in
-                try connection.command(["SET", key, fence, "NX", "PX", milliseconds])
-            }
+            let answer = try client.command(["SET", key, fence, "NX", "PX", milliseconds], what: "SET \(key)")
             switch answer {
             case .status:
-                return RedisLease(client: client, key: key, fence: fence, lifetime: lifetime, local: local)
+                return RedisLease(
+                    client: client,
+                    key: key,
+                    fence: fence,
+                    lifetime: lifetime,
+                    local: local,
+                    onRelease: onRelease
+                )
             case .null:
                 break
-            case .error(let message):
-                throw RedisError(.refused, "SET \(key) was refused: \(message)")
             default:
                 throw RedisError(.refused, "SET \(key) gave an unexpected answer")
             }
@@ -57,12 +70,20 @@ final class RedisLease: TokenStoreLock {
         }
     }
 
-    private init(client: RedisClient, key: String, fence: String, lifetime: Duration, local: any TokenStoreLock) {
+    private init(
+        client: RedisClient,
+        key: String,
+        fence: String,
+        lifetime: Duration,
+        local: any TokenStoreLock,
+        onRelease: @escaping @Sendable (String) -> Void
+    ) {
         self.client = client
         self.key = key
         self.fence = fence
         self.local = local
         self.lifetime = lifetime
+        self.onRelease = onRelease
         Self.planRenewal(of: self)
     }
 
@@ -76,8 +97,15 @@ final class RedisLease: TokenStoreLock {
                 let arguments = [
                     "EVAL", RedisScripts.renewLease, "1", lease.key, lease.fence, String(lease.lifetime.milliseconds),
                 ]
-                // A failed renewal is not fatal: the token request goes on, and the lease expires.
-                _ = try? lease.client.run { connection throws(RedisError) in try connection.command(arguments) }
+                // A failed renewal is not fatal: the token request goes on, and the lease
+                // expires unless a later renewal gets through. One that finds the lease gone
+                // is reported, and renewing stops.
+                let answer = try? lease.client.command(arguments, what: "the lease renewal")
+                if answer?.integer == 0 {
+                    lease.lost.withLock { $0 = true }
+                    lease.client.leaseLost(lease.key, "the renewal found it expired or held by another proxy")
+                    return
+                }
                 Self.planRenewal(of: lease)
             }
         }
@@ -95,8 +123,11 @@ final class RedisLease: TokenStoreLock {
             return held
         }
         guard wasHeld else { return }
-        let arguments = ["EVAL", RedisScripts.releaseLease, "1", self.key, self.fence]
-        _ = try? self.client.run { connection throws(RedisError) in try connection.command(arguments) }
+        self.onRelease(self.fence)
+        if !self.lost.withLock({ $0 }) {
+            let arguments = ["EVAL", RedisScripts.releaseLease, "1", self.key, self.fence]
+            _ = try? self.client.command(arguments, what: "the lease release")
+        }
         self.local.release()
     }
 }

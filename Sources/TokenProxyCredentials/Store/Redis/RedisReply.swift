@@ -16,8 +16,13 @@ enum RedisReply: Sendable, Equatable {
     /// An error line (`WRONGPASS ...`, `NOSCRIPT ...`).
     case error(String)
 
-    /// Copies `reply` (not freed here). Arrays nest at most `depth` levels: a server that
-    /// answers deeper than any command here asks is answered with an error.
+    /// The most elements an array answer may hold (the store's largest, a hash of grants,
+    /// holds two per provider).
+    static let elementLimit = 1 << 16
+
+    /// Copies `reply` (not freed here). Arrays nest at most `depth` levels and hold at most
+    /// ``elementLimit`` elements: an answer deeper or longer than any command here asks for
+    /// becomes an error.
     init(copying reply: UnsafePointer<redisReply>, depth: Int = 4) {
         let value = reply.pointee
         let type = value.type
@@ -50,8 +55,12 @@ enum RedisReply: Sendable, Equatable {
                 self = .error("reply nested too deeply")
                 return
             }
+            guard value.elements <= Self.elementLimit else {
+                self = .error("reply of more than \(Self.elementLimit) elements")
+                return
+            }
             var elements: [RedisReply] = []
-            elements.reserveCapacity(min(value.elements, 1 << 16))
+            elements.reserveCapacity(value.elements)
             if let element = value.element {
                 for index in 0..<value.elements {
                     guard let child = element[index] else {

@@ -1,25 +1,44 @@
 /// The Lua scripts the Redis store runs with `EVAL`: each runs atomically on the server, so
 /// a check and the change it guards cannot be split by another client.
 enum RedisScripts {
-    /// Compare-and-set of hash fields. `KEYS[1]` is the hash, `KEYS[2]` the revision counter;
-    /// `ARGV` holds triples (field, value expected now, new value), an empty string meaning
-    /// "absent" (a sealed value is never empty). Writes every new value only when every field
-    /// still holds what the writer read, then counts a revision. Returns the new revision, or
-    /// 0 when another writer came first (the writer reads again and retries).
+    /// Compare-and-set of hash fields. `KEYS[1]` is the hash; `KEYS[2...]` are leases the
+    /// writer holds, `ARGV[2...]` their fencing values in the same order. `ARGV[1]` is an
+    /// epoch for a hash that has none yet. After the fences come, for each field: its name,
+    /// the value expected now, the generation counter expected now (`generation:FIELD`), the
+    /// new generation, and the new value; an empty string means "absent" (a sealed value is
+    /// never empty).
+    ///
+    /// Returns -1, writing nothing, when a lease no longer holds the writer's fence (it
+    /// expired or another proxy took it); 0 when a field or its counter no longer holds what
+    /// the writer read (another writer came first: read again and retry). Otherwise writes
+    /// every new value and generation (a deleted field keeps its counter), gives the hash its
+    /// epoch if it has none (a hash created anew, after a restart or an eviction, gets a new
+    /// one), and returns the hash's new revision counter and its epoch.
     static let compareAndSet = """
-        for i = 1, #ARGV, 3 do
+        for k = 2, #KEYS do
+          if redis.call('GET', KEYS[k]) ~= ARGV[k] then return -1 end
+        end
+        local first = #KEYS + 1
+        for i = first, #ARGV, 5 do
           local current = redis.call('HGET', KEYS[1], ARGV[i])
           if current == false then current = '' end
           if current ~= ARGV[i + 1] then return 0 end
+          local generation = redis.call('HGET', KEYS[1], 'generation:' .. ARGV[i])
+          if generation == false then generation = '' end
+          if generation ~= ARGV[i + 2] then return 0 end
         end
-        for i = 1, #ARGV, 3 do
-          if ARGV[i + 2] == '' then
+        if redis.call('HEXISTS', KEYS[1], 'epoch') == 0 then
+          redis.call('HSET', KEYS[1], 'epoch', ARGV[1])
+        end
+        for i = first, #ARGV, 5 do
+          redis.call('HSET', KEYS[1], 'generation:' .. ARGV[i], ARGV[i + 3])
+          if ARGV[i + 4] == '' then
             redis.call('HDEL', KEYS[1], ARGV[i])
           else
-            redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
+            redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 4])
           end
         end
-        return redis.call('INCR', KEYS[2])
+        return {redis.call('HINCRBY', KEYS[1], 'revision', 1), redis.call('HGET', KEYS[1], 'epoch')}
         """
 
     /// Extends a lease (`KEYS[1]`) to `ARGV[2]` milliseconds only while it holds the holder's

@@ -1,4 +1,5 @@
 import Foundation
+import TokenProxySupport
 
 /// Why a shared read or write did not happen: the server (then the store serves from
 /// memory), or the store itself (the key cannot be read: reported, never hidden).
@@ -9,126 +10,113 @@ enum RedisStoreFailure: Error {
     case store(TokenStoreError)
 }
 
+/// What a compare-and-set did.
+enum RedisWriteOutcome: Equatable {
+    /// Written; the hash's epoch after the write.
+    case written(epoch: String)
+    /// Another writer changed a field first: read again and retry.
+    case conflict
+    /// A lease this process held on these providers is gone: nothing was written.
+    case leaseLost(Set<String>)
+}
+
 extension RedisTokenStore {
-    /// The hash as read: the contents of the values that opened, and every field's raw
-    /// value (what a compare-and-set expects to find).
+    /// The hash as read: the contents of the values that opened, every field's raw value
+    /// (what a compare-and-set expects to find), the hash's epoch (nil: no hash), and the
+    /// fields refused as older than what this process read before.
     struct Snapshot {
         var contents = TokenStoreContents()
         var raw: [String: [UInt8]] = [:]
+        var epoch: String?
+        /// The fields whose value is older than one this process read before (left out of
+        /// ``contents``), or gone without a write since this process read it.
+        var older: Set<String> = []
     }
 
-    /// Reads the whole hash (`HGETALL`) and opens every value. A value that does not open
-    /// under its field and the key is left out, logged once and counted, never used.
-    func fetch() throws(RedisStoreFailure) -> Snapshot {
-        let hashKey = self.seal.hashKey
-        let answer: RedisReply
-        do {
-            answer = try self.client.run { connection throws(RedisError) in
-                try connection.command(["HGETALL", hashKey])
-            }
-        } catch {
-            throw .redis(error)
-        }
-        guard case .array(let items) = answer, items.count % 2 == 0 else {
-            throw .redis(RedisError(.refused, "HGETALL \(hashKey) gave an unexpected answer (\(answer.errorText))"))
-        }
-        var snapshot = Snapshot()
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
-        for index in stride(from: 0, to: items.count, by: 2) {
-            guard let fieldBytes = items[index].bytes, let value = items[index + 1].bytes else { continue }
-            let field = String(decoding: fieldBytes, as: UTF8.self)
-            snapshot.raw[field] = value
-            let isGrant = field.hasPrefix("grant:")
-            guard isGrant || field == Self.revocationsField else { continue }
-            do {
-                let plaintext = try self.seal.open(value, field: field)
-                if isGrant {
-                    guard let grant = try? decoder.decode(StoredGrant.self, from: plaintext) else {
-                        self.refused(field, value, "it opened but is not a grant record")
-                        continue
-                    }
-                    snapshot.contents.grants[String(field.dropFirst("grant:".count))] = grant
-                } else {
-                    guard let list = try? decoder.decode([PendingRevocation].self, from: plaintext) else {
-                        self.refused(field, value, "it opened but is not a list of revocations")
-                        continue
-                    }
-                    snapshot.contents.pendingRevocations = list
-                }
-            } catch  where error.code == .corrupt || error.code == .decryptionFailed {
-                self.refused(field, value, error.message)
-            } catch {
-                throw .store(error)
-            }
-        }
-        return snapshot
-    }
-
-    /// Applies `body` to the shared contents with a compare-and-set of the fields it changed,
-    /// reading again and retrying when another proxy wrote one of them first.
-    func updateShared<Result>(_ body: (inout TokenStoreContents) -> Result) throws(RedisStoreFailure) -> Result {
-        try self.shareUnshared()
-        var attempt = 0
-        while true {
-            attempt += 1
-            let snapshot = try self.fetch()
-            var contents = snapshot.contents
-            let result = body(&contents)
-            let fields = Self.changedFields(snapshot.contents, contents)
-            if fields.isEmpty { return result }
-            if try self.compareAndSet(fields, contents: contents, expected: snapshot.raw) {
-                _ = try? self.local.update { $0 = contents }
-                return result
-            }
-            guard attempt < 50 else {
-                throw .redis(RedisError(.refused, "gave up writing after \(attempt) conflicting writes"))
-            }
-        }
-    }
-
-    /// Writes `fields` of `contents` if each still holds its value in `expected`; false when
-    /// another writer changed one first.
+    /// Writes `fields` of `contents` if each still holds its value in `snapshot` and every
+    /// lease this process holds on a provider among them is still its own.
     func compareAndSet(
         _ fields: Set<String>,
         contents: TokenStoreContents,
-        expected: [String: [UInt8]]
-    ) throws(RedisStoreFailure) -> Bool {
+        snapshot: Snapshot
+    ) throws(RedisStoreFailure) -> RedisWriteOutcome {
+        let held = self.state.withLock { $0.leases }
+        let leases = held.filter { fields.contains(Self.grantField($0.key)) }.sorted { $0.key < $1.key }
+        var generator = SystemRandomNumberGenerator()
+        let epoch =
+            snapshot.epoch ?? Hex.encode((0..<8).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
         var arguments: [[UInt8]] = [
-            Array("EVAL".utf8), Array(RedisScripts.compareAndSet.utf8), Array("2".utf8),
-            Array(self.seal.hashKey.utf8), Array((self.prefix + "revision").utf8),
+            Array("EVAL".utf8), Array(RedisScripts.compareAndSet.utf8), Array(String(1 + leases.count).utf8),
+            Array(self.seal.hashKey.utf8),
         ]
+        arguments += leases.map { Array(self.leaseKey($0.key).utf8) }
+        arguments.append(Array(epoch.utf8))
+        arguments += leases.map { Array($0.value.utf8) }
+        var generations: [String: Int] = [:]
         for field in fields.sorted() {
+            let counter = snapshot.raw[RedisSealedRecord<StoredGrant>.generationField(field)]
+            let generation = RedisSealedRecord<StoredGrant>.generation(counter) + 1
+            generations[field] = generation
             arguments.append(Array(field.utf8))
-            arguments.append(expected[field] ?? [])
+            arguments.append(snapshot.raw[field] ?? [])
+            arguments.append(counter ?? [])
+            arguments.append(Array(String(generation).utf8))
             do {
-                arguments.append(try self.sealedValue(of: field, in: contents) ?? [])
+                arguments.append(try self.sealedValue(of: field, in: contents, generation: generation) ?? [])
             } catch {
                 throw .store(error)
             }
         }
         let answer: RedisReply
         do {
-            answer = try self.client.run { connection throws(RedisError) in try connection.command(arguments) }
+            answer = try self.client.command(arguments, what: "the compare-and-set script")
         } catch {
             throw .redis(error)
         }
-        guard let revision = answer.integer else {
-            throw .redis(RedisError(.refused, "the compare-and-set script failed (\(answer.errorText))"))
+        switch answer {
+        case .integer(0):
+            return .conflict
+        case .integer(-1):
+            let names = Set(leases.map(\.key))
+            self.state.withLock { state in
+                for (name, fence) in leases where state.leases[name] == fence { state.leases[name] = nil }
+            }
+            for name in names.sorted() {
+                self.client.leaseLost(self.leaseKey(name), "a write under it found it expired or held by another proxy")
+            }
+            return .leaseLost(names)
+        case .array(let items) where items.count == 2 && items[0].integer.map({ $0 > 0 }) == true:
+            let written = items[1].bytes.map(Self.counterText) ?? epoch
+            self.state.withLock { state in
+                state.seenEpoch = written
+                state.noteGenerations(generations, epoch: written)
+            }
+            self.client.accepted()
+            return .written(epoch: written)
+        default:
+            throw .redis(RedisError(.refused, "the compare-and-set script gave an unexpected answer"))
         }
-        return revision != 0
     }
 
-    /// `field`'s value in `contents`, sealed; nil when the field is to be deleted.
-    func sealedValue(of field: String, in contents: TokenStoreContents) throws(TokenStoreError) -> [UInt8]? {
+    /// `field`'s value in `contents` with its `generation`, sealed; nil when the field is to be
+    /// deleted.
+    func sealedValue(
+        of field: String,
+        in contents: TokenStoreContents,
+        generation: Int
+    ) throws(TokenStoreError) -> [UInt8]? {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         encoder.outputFormatting = [.sortedKeys]
         let plaintext: Data?
         if field == Self.revocationsField {
-            plaintext = contents.pendingRevocations.isEmpty ? nil : try? encoder.encode(contents.pendingRevocations)
+            let list = contents.pendingRevocations
+            plaintext =
+                list.isEmpty ? nil : try? encoder.encode(RedisSealedRecord(generation: generation, record: list))
         } else {
-            plaintext = contents.grants[String(field.dropFirst("grant:".count))].flatMap { try? encoder.encode($0) }
+            plaintext = contents.grants[String(field.dropFirst("grant:".count))].flatMap {
+                try? encoder.encode(RedisSealedRecord(generation: generation, record: $0))
+            }
         }
         guard let plaintext else { return nil }
         return try self.seal.seal(plaintext, field: field)

@@ -8,16 +8,21 @@ import TokenProxySupport
 /// The token store on a Redis server shared by a fleet of proxies (`docs/guide/redis.md`).
 ///
 /// Layout, under the key prefix: the hash `tokens` holds one sealed value per field
-/// (`grant:PROVIDER`, `pending_revocations`), `revision` counts the writes, and
-/// `lease:PROVIDER` is the lease of the proxy asking the provider's token endpoint. Every
-/// value is sealed (``RedisValueSeal``), so the server holds no token in clear. An update
-/// is a compare-and-set of the fields it changes (``RedisScripts/compareAndSet``), so a
-/// rotated refresh token is never overwritten by an older one.
+/// (`grant:PROVIDER`, `pending_revocations`), plus `epoch` (random, set by the write that
+/// creates the hash) and `revision` (counts the writes); `lease:PROVIDER` is the lease of the
+/// proxy asking the provider's token endpoint. Every value is sealed (``RedisValueSeal``),
+/// so the server holds no token in clear. An update is a compare-and-set of the fields it
+/// changes (``RedisScripts/compareAndSet``), so a rotated refresh token is never overwritten
+/// by an older one.
 ///
-/// Availability first: when the server cannot be reached, the store serves from this
-/// process's memory (the last contents it saw, and what it wrote since), so each proxy gets
-/// its own tokens meanwhile. Once the server answers again, the grants written meanwhile go
-/// to it when it holds none newer, and sharing resumes.
+/// Availability first: when the server cannot be reached or refuses a write, the store
+/// serves from this process's memory (the last contents it saw, and what it wrote since), so
+/// each proxy gets its own tokens meanwhile. Once the server takes writes again, the grants
+/// written meanwhile go to it when it holds none newer, and sharing resumes. A server that
+/// lost the hash (restarted empty, the key evicted or deleted) shows another epoch: the
+/// grants this process holds and the server lacks are written back, never given up.
+/// With `sharedOnly` (one-shot commands: `login`, `logout`, `token`) there is no memory
+/// fallback: what such a process wrote to its memory would end with it.
 final class RedisTokenStore: TokenStore {
     /// The connections and the server's health.
     let client: RedisClient
@@ -33,13 +38,26 @@ final class RedisTokenStore: TokenStore {
     let state = Mutex(State())
     let logger: Logger
     let metrics: ProxyMetrics?
+    /// Whether an unreachable server fails the call instead of falling back to memory.
+    let sharedOnly: Bool
 
-    /// What was not shared yet, and which refused values were reported.
+    /// What was not shared yet, which refused values were reported, the hash's epoch as last
+    /// seen, and the leases this process holds.
     struct State {
-        /// Fields written to ``local`` while the server was unreachable.
+        /// Fields written to ``local`` while the server was unreachable or refused writes.
         var unshared: Set<String> = []
         /// The refused values already reported (field and a digest of the value).
         var reported: Set<String> = []
+        /// The epoch of the hash this process last read or wrote; another (or none) means
+        /// the server lost what this process saw.
+        var seenEpoch: String?
+        /// Provider name → the fence of the lease this process holds on it.
+        var leases: [String: String] = [:]
+        /// Field → the highest generation this process read or wrote of it
+        /// (``RedisSealedRecord``), in the hash of epoch ``generationsEpoch``.
+        var generations: [String: Int] = [:]
+        /// The epoch of the hash ``generations`` were seen in.
+        var generationsEpoch: String?
     }
 
     /// The hash field of provider `name`'s grant.
@@ -53,9 +71,11 @@ final class RedisTokenStore: TokenStore {
         connectTimeout: Duration = .seconds(1),
         commandTimeout: Duration = .seconds(1),
         leaseLifetime: Duration = .seconds(10),
+        sharedOnly: Bool = false,
         metrics: ProxyMetrics? = nil,
         logger: Logger
     ) {
+        self.sharedOnly = sharedOnly
         self.client = RedisClient(
             configuration,
             connectTimeout: connectTimeout,
@@ -79,22 +99,17 @@ final class RedisTokenStore: TokenStore {
         return "redis \(configuration.address)/\(configuration.database) (key prefix \(configuration.keyPrefix))"
     }
 
-    private var revisionKey: String { self.prefix + "revision" }
-
     func read() throws(TokenStoreError) -> TokenStoreContents {
-        let contents: TokenStoreContents
         do {
-            contents = try self.fetch().contents
+            return try self.settled()
         } catch {
             switch error {
             case .store(let failure): throw failure
-            case .redis: return try self.local.read()
+            case .redis(let failure):
+                if self.sharedOnly { throw self.unavailable(failure) }
+                return try self.local.read()
             }
         }
-        if self.state.withLock({ $0.unshared.isEmpty }) {
-            _ = try? self.local.update { $0 = contents }
-        }
-        return contents
     }
 
     func update<Result>(_ body: (inout TokenStoreContents) -> Result) throws(TokenStoreError) -> Result {
@@ -103,7 +118,9 @@ final class RedisTokenStore: TokenStore {
         } catch {
             // The key cannot be read: nothing is written anywhere, as with the file store.
             if case .store(let failure) = error { throw failure }
-            // Unreachable: change this process's copy, and share it once the server answers.
+            if case .redis(let failure) = error, self.sharedOnly { throw self.unavailable(failure) }
+            // Unreachable or refused: change this process's copy, and share it once the
+            // server takes it.
             return try self.local.update { contents in
                 let before = contents
                 let result = body(&contents)
@@ -114,31 +131,56 @@ final class RedisTokenStore: TokenStore {
         }
     }
 
-    /// The server's revision counter (`redis:N`), or this process's copy's (`local:N`) while
-    /// the server cannot be reached: a change between the two is a change too.
+    /// The server's epoch and revision counter (`redis:EPOCH:N`), or this process's copy's
+    /// (`local:N`) while the server cannot be reached: a change between the two is a change
+    /// too. A hash whose epoch is not the one this process last saw was lost (restarted
+    /// empty, evicted, deleted): the grants this process holds are written back first, so
+    /// the revision returned is the restored hash's, never one that looks like an earlier.
     func revision() -> String? {
-        let key = self.revisionKey
-        guard
-            let answer = try? self.client.run({ connection throws(RedisError) in
-                try connection.command(["GET", key])
-            })
-        else {
+        guard let (epoch, counter) = self.serverRevision() else {
             return self.local.revision().map { "local:\($0)" }
         }
         if !self.state.withLock({ $0.unshared.isEmpty }) { _ = try? self.shareUnshared() }
-        return "redis:" + (answer.bytes.map { String(decoding: $0, as: UTF8.self) } ?? "0")
+        if let seen = self.state.withLock({ $0.seenEpoch }), seen != epoch, (try? self.settled()) != nil,
+            let (after, afterCounter) = self.serverRevision()
+        {
+            return "redis:\(after ?? "-"):\(afterCounter)"
+        }
+        return "redis:\(epoch ?? "-"):\(counter)"
+    }
+
+    /// The hash's epoch (nil: no hash) and revision counter; nil when the server cannot be
+    /// asked.
+    private func serverRevision() -> (epoch: String?, counter: String)? {
+        guard
+            let answer = try? self.client.command(["HMGET", self.seal.hashKey, "epoch", "revision"], what: "HMGET"),
+            case .array(let items) = answer, items.count == 2
+        else { return nil }
+        let text = items.map { $0.bytes.map(Self.counterText) }
+        return (text[0], text[1] ?? "0")
+    }
+
+    /// The error of a one-shot command whose store cannot be reached.
+    private func unavailable(_ failure: RedisError) -> TokenStoreError {
+        TokenStoreError(
+            .unavailable,
+            "\(self.location) cannot be used (\(failure.message)); this command needs it and changes "
+                + "nothing without it: run it again once the server answers"
+        )
     }
 
     /// Asks the server (`PING`, after connecting and logging in); nil when it answers.
     func unavailability() -> String? {
         do {
-            let answer = try self.client.run { connection throws(RedisError) in try connection.command(["PING"]) }
-            if case .error(let message) = answer { return message }
+            _ = try self.client.command(["PING"], what: "PING")
             return nil
         } catch {
             return error.message
         }
     }
+
+    /// The key of provider `name`'s lease.
+    func leaseKey(_ name: String) -> String { self.prefix + "lease:" + name }
 
     /// Takes this process's provider lock, then the provider's lease on the server (or only
     /// the process's lock while the server cannot be reached).
@@ -148,12 +190,20 @@ final class RedisTokenStore: TokenStore {
         do {
             lease = try RedisLease.acquire(
                 client: self.client,
-                key: self.prefix + "lease:" + name,
+                key: self.leaseKey(name),
                 lifetime: self.leaseLifetime,
                 local: local,
                 deadline: deadline
-            )
+            ) { [weak self] fence in
+                self?.state.withLock { state in
+                    if state.leases[name] == fence { state.leases[name] = nil }
+                }
+            }
         } catch {
+            if self.sharedOnly {
+                local.release()
+                throw self.unavailable(error)
+            }
             return local  // Unreachable: this process's lock alone.
         }
         guard let lease else {
@@ -164,6 +214,7 @@ final class RedisTokenStore: TokenStore {
                     + "another proxy is obtaining its token"
             )
         }
+        self.state.withLock { $0.leases[name] = lease.fence }
         return lease
     }
 }
