@@ -391,17 +391,28 @@ struct WebSocketBrowserTests {
             """
         let proxy = try TestProxy.forwarding(json)
 
-        let dom = try HeadlessChromium.dumpDOM(of: "http://127.0.0.1:\(proxy.port)/app/page.html")
+        // A loaded machine may leave the socket pending when the browser's time budget ends:
+        // the page is loaded again then, a bounded number of times.
+        let load = { (url: String) throws -> String in
+            var dom = ""
+            for _ in 0..<3 {
+                dom = try HeadlessChromium.dumpDOM(of: url)
+                if !dom.contains("pending") { break }
+            }
+            return dom
+        }
+        let dom = try load("http://127.0.0.1:\(proxy.port)/app/page.html")
         #expect(dom.contains("echo=from the page"), "the page's WebSocket: \(dom)")
-        #expect(try server.stats().handshakes == 1)
+        let handshakes = try server.stats().handshakes
+        #expect(handshakes >= 1)
 
         // The same script on a page of another origin (another port): the handshake is refused.
         let attack = try PageServer(pages: [
             "/attack.html": page.replacingOccurrences(of: "location.host", with: "\"127.0.0.1:\(proxy.port)\"")
         ])
-        let attacked = try HeadlessChromium.dumpDOM(of: "http://127.0.0.1:\(attack.port)/attack.html")
+        let attacked = try load("http://127.0.0.1:\(attack.port)/attack.html")
         #expect(attacked.contains("error"), "the other origin's WebSocket: \(attacked)")
-        #expect(try server.stats().handshakes == 1, "no handshake reached the server")
+        #expect(try server.stats().handshakes == handshakes, "no handshake reached the server")
     }
 }
 
