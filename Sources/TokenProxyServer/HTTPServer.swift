@@ -16,7 +16,9 @@ import TokenProxySupport
 ///
 /// Each listener accepts on its own queue; each accepted connection gets a serial queue of
 /// its own targeting a shared concurrent queue, so connections run in parallel while each
-/// stays single-threaded.
+/// stays single-threaded. A server given event loops' queues instead spreads its
+/// connections over them in turn: each connection then runs on its loop's queue, beside the
+/// loop's other connections and its upstream engine.
 package final class HTTPServer: Sendable {
     private struct Registry {
         var connections: [ObjectIdentifier: QueueBound<HTTPConnection<SocketTransport>>] = [:]
@@ -32,9 +34,20 @@ package final class HTTPServer: Sendable {
     private let workQueue = DispatchQueue(label: "tokenproxy.connections", attributes: .concurrent)
     private let registry = Mutex(Registry())
     private let acceptCount = Atomic<Int>(0)
+    /// The event loops' serial queues connections are spread over; empty for a queue per
+    /// connection.
+    private let loopQueues: [DispatchQueue]
 
-    /// Creates a server; ``bind(_:)`` starts listening.
-    package init(settings: ConnectionSettings, maxConnections: Int, handler: any HTTPExchangeHandler, logger: Logger) {
+    /// Creates a server; ``bind(_:)`` starts listening. With `loopQueues`, each connection
+    /// runs on one of them, taken in turn.
+    package init(
+        settings: ConnectionSettings,
+        maxConnections: Int,
+        handler: any HTTPExchangeHandler,
+        logger: Logger,
+        loopQueues: [DispatchQueue] = []
+    ) {
+        self.loopQueues = loopQueues
         self.settings = settings
         self.maxConnections = maxConnections
         self.handler = handler
@@ -79,8 +92,12 @@ package final class HTTPServer: Sendable {
     }
 
     private func accepted(_ descriptor: Int32, peer: String) {
-        self.acceptCount.add(1, ordering: .relaxed)
-        let context = SerialContext(queue: DispatchQueue(label: "tokenproxy.connection", target: self.workQueue))
+        let accepted = self.acceptCount.add(1, ordering: .relaxed).newValue
+        let queue =
+            self.loopQueues.isEmpty
+            ? DispatchQueue(label: "tokenproxy.connection", target: self.workQueue)
+            : self.loopQueues[accepted % self.loopQueues.count]
+        let context = SerialContext(queue: queue)
         let admitted = self.registry.withLock { registry -> Bool in
             !registry.draining && registry.connections.count < self.maxConnections
         }

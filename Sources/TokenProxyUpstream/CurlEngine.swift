@@ -15,11 +15,17 @@ import TokenProxySupport
 /// requests; HTTP/2 is negotiated by ALPN and multiplexed. `docs/contributing/architecture.md` explains
 /// why this design was kept over two others that were measured.
 ///
+/// An engine can instead run on an event loop's serial queue (``init(loopOn:)``, a
+/// ``CurlEventLoop``): there it is driven by `curl_multi_socket_action`, and client
+/// connections whose queue is the loop's get their answers without a hand-off.
+/// `docs/contributing/performance.md` ("Designs measured") gives what that measured.
+///
 /// `@unchecked Sendable`: the multi handle and `transfers` are touched only on the event
-/// thread; the inbox is behind its mutex; writing the eventfd is thread-safe.
+/// thread (or the loop's queue); the inbox is behind its mutex; writing the eventfd is
+/// thread-safe.
 package final class CurlEngine: @unchecked Sendable {
     /// What another thread asks of the engine.
-    private enum Command {
+    enum Command {
         case add(CurlTransfer)
         case resume(CurlTransfer)
         case cancel(CurlTransfer)
@@ -39,6 +45,10 @@ package final class CurlEngine: @unchecked Sendable {
     /// `EAGAIN` that shows the pair drained); an eventfd is one write and one read.
     private let wakeup: Int32
     private let inbox = Mutex(Inbox())
+    /// The event loop the engine runs on, if it runs on one rather than on its thread.
+    private let loop: CurlEventLoop?
+    /// The serial queue of the engine's event loop; nil for an engine on its own thread.
+    package var loopQueue: DispatchQueue? { self.loop?.queue }
     /// How many times the event thread went round its loop (tests: an idle engine sleeps).
     let turns = Atomic<Int>(0)
     /// Whether the event thread waits (or is about to wait) in `curl_multi_poll` with no
@@ -81,8 +91,26 @@ package final class CurlEngine: @unchecked Sendable {
         }
         self.multi = multi
         self.wakeup = wakeup
+        self.loop = nil
         _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, CurlEngine.minimumCachedConnections)
         self.thread = NamedThread.start(named: name) { [self] in self.run() }
+    }
+
+    /// Creates an engine that runs on `queue` (serial), as an event loop shared with the
+    /// client connections whose context has that queue. Fails when the process has no
+    /// descriptor left for the loop's epoll set or libcurl no memory for its multi handle.
+    package init(loopOn queue: DispatchQueue) throws(SystemError) {
+        self.idleWaitMilliseconds = 1000
+        CurlGlobal.initialize()
+        let loop = try CurlEventLoop(queue: queue)
+        guard let multi = curl_multi_init() else {
+            throw SystemError(call: "curl_multi_init", errno: ENOMEM)
+        }
+        self.multi = multi
+        self.wakeup = -1
+        self.loop = loop
+        _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, CurlEngine.minimumCachedConnections)
+        loop.start(engine: self, multi: multi)
     }
 
     /// Starts `transfer`. Its callbacks run on the event thread from now on.
@@ -117,6 +145,10 @@ package final class CurlEngine: @unchecked Sendable {
     }
 
     private func send(_ command: Command) {
+        if let loop = self.loop {
+            loop.send(command, to: self)
+            return
+        }
         let wake = self.inbox.withLock { inbox -> Bool in
             inbox.commands.append(command)
             // One wake-up per sleep: the first command after the thread went to sleep.
@@ -171,6 +203,39 @@ package final class CurlEngine: @unchecked Sendable {
                 _ = Glibc.read(self.wakeup, &value, MemoryLayout<UInt64>.size)
             }
         }
+    }
+
+    /// One turn of an engine on an event loop (on its queue): `first` (libcurl's ready sockets,
+    /// its timer, a command), then the commands made meanwhile, libcurl's timer when due at
+    /// once, the finished transfers, the passed deadlines and the answers, round again until
+    /// nothing is left; then the loop's timer is set for what is due next.
+    func drive(_ loop: CurlEventLoop, _ first: () -> Void) {
+        loop.driving = true
+        first()
+        var pending: [Command] = []
+        while true {
+            loop.takeCommands(into: &pending)
+            for command in pending {
+                self.apply(command)
+            }
+            pending.removeAll(keepingCapacity: true)
+            loop.runDueTimeout(self.multi)
+            self.collectFinished()
+            let now = ContinuousClock.now
+            if let earliest = self.earliestDeadline, earliest <= now {
+                self.expireDeadlines(now: now)
+            }
+            // Answers run client code in place, which may make commands: they wait in the
+            // loop for the next round.
+            let outboxes = self.outboxes
+            self.outboxes.removeAll(keepingCapacity: true)
+            for transfer in outboxes {
+                transfer.deliverOutbox()
+            }
+            if !loop.hasWork && self.outboxes.isEmpty { break }
+        }
+        loop.driving = false
+        loop.arm(deadline: self.earliestDeadline)
     }
 
     /// A transfer's deadline was set to `deadline`. A later deadline than the earliest known
@@ -258,6 +323,16 @@ extension CurlEngine {
     /// connections, so more engines mean more idle connections to every upstream).
     package static var defaultCount: Int {
         min(8, max(1, ProcessInfo.processInfo.activeProcessorCount))
+    }
+
+    /// `count` new engines (at least one) on event loops of their own, each on a serial queue
+    /// named `tp-loop-N` (``loopQueue``).
+    package static func makeLoops(count: Int) throws(SystemError) -> [CurlEngine] {
+        var engines: [CurlEngine] = []
+        for index in 0..<max(1, count) {
+            engines.append(try CurlEngine(loopOn: DispatchQueue(label: "tp-loop-\(index)")))
+        }
+        return engines
     }
 
     /// `count` new engines (at least one), their threads named `tp-curl-N`.

@@ -18,7 +18,8 @@ final class TestProxy {
         _ configuration: ProxyConfiguration = TestProxy.configuration(),
         forwarder: any RouteForwarder = UnavailableForwarder(),
         logger: Logger = TestLogging.logger,
-        metrics: ProxyMetrics = ProxyMetrics()
+        metrics: ProxyMetrics = ProxyMetrics(),
+        loopQueues: [DispatchQueue] = []
     ) throws {
         var configuration = configuration
         if case .inet(let host, _) = configuration.listen {
@@ -28,7 +29,8 @@ final class TestProxy {
             configuration: configuration,
             forwarder: forwarder,
             logger: logger,
-            metrics: metrics
+            metrics: metrics,
+            loopQueues: loopQueues
         )
         self.addresses = try self.service.start()
         guard case .inet(_, let port) = self.addresses.proxy else {
