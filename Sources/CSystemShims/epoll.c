@@ -10,17 +10,18 @@ int tp_epoll_create(void) {
     return epoll_create1(EPOLL_CLOEXEC);
 }
 
-int tp_epoll_watch(int ep, int fd, int readable, int writable) {
+int tp_epoll_watch(int ep, int fd, int readable, int writable, int watched) {
     struct epoll_event event = {0};
     event.events = (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0);
     event.data.fd = fd;
-    if (epoll_ctl(ep, EPOLL_CTL_MOD, fd, &event) == 0) {
+    int first = watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(ep, first, fd, &event) == 0) {
         return 0;
     }
-    if (errno != ENOENT) {
+    if (errno != (watched ? ENOENT : EEXIST)) {
         return -1;
     }
-    return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &event);
+    return epoll_ctl(ep, watched ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event);
 }
 
 void tp_epoll_unwatch(int ep, int fd) {

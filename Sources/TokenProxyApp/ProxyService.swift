@@ -30,7 +30,7 @@ package final class ProxyService: Sendable {
         forwarder: any RouteForwarder,
         logger: Logger,
         metrics: ProxyMetrics = ProxyMetrics(),
-        loopQueues: [DispatchQueue] = []
+        loops: [EventLoop] = []
     ) {
         self.metrics = metrics
         self.configuration = configuration
@@ -52,7 +52,7 @@ package final class ProxyService: Sendable {
             maxConnections: limits.maxConnections,
             handler: handler,
             logger: logger,
-            loopQueues: loopQueues
+            loops: loops
         )
         if case .listener = configuration.admin {
             self.adminServer = HTTPServer(
@@ -100,7 +100,7 @@ package final class ProxyService: Sendable {
             forwarder: forwarder,
             logger: logger,
             metrics: metrics,
-            loopQueues: engines.compactMap(\.loopQueue)
+            loops: engines.compactMap(\.eventLoop)
         )
     }
 

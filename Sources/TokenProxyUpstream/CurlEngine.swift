@@ -15,7 +15,7 @@ import TokenProxySupport
 /// requests; HTTP/2 is negotiated by ALPN and multiplexed. `docs/contributing/architecture.md` explains
 /// why this design was kept over two others that were measured.
 ///
-/// An engine can instead run on an event loop's serial queue (``init(loopOn:)``, a
+/// An engine can instead run on an ``EventLoop`` (``init(loop:)``, through a
 /// ``CurlEventLoop``): there it is driven by `curl_multi_socket_action`, and client
 /// connections whose queue is the loop's get their answers without a hand-off.
 /// `docs/contributing/performance.md` ("Designs measured") gives what that measured.
@@ -49,6 +49,8 @@ package final class CurlEngine: @unchecked Sendable {
     private let loop: CurlEventLoop?
     /// The serial queue of the engine's event loop; nil for an engine on its own thread.
     package var loopQueue: DispatchQueue? { self.loop?.queue }
+    /// The event loop the engine runs on; nil for an engine on its own thread.
+    package var eventLoop: EventLoop? { self.loop?.loop }
     /// How many times the event thread went round its loop (tests: an idle engine sleeps).
     let turns = Atomic<Int>(0)
     /// Whether the event thread waits (or is about to wait) in `curl_multi_poll` with no
@@ -96,13 +98,12 @@ package final class CurlEngine: @unchecked Sendable {
         self.thread = NamedThread.start(named: name) { [self] in self.run() }
     }
 
-    /// Creates an engine that runs on `queue` (serial), as an event loop shared with the
-    /// client connections whose context has that queue. Fails when the process has no
-    /// descriptor left for the loop's epoll set or libcurl no memory for its multi handle.
-    package init(loopOn queue: DispatchQueue) throws(SystemError) {
+    /// Creates an engine that runs on `loop`, shared with the client connections whose
+    /// context has the loop's queue. Fails when libcurl has no memory for its multi handle.
+    package init(loop eventLoop: EventLoop) throws(SystemError) {
         self.idleWaitMilliseconds = 1000
         CurlGlobal.initialize()
-        let loop = try CurlEventLoop(queue: queue)
+        let loop = CurlEventLoop(loop: eventLoop)
         guard let multi = curl_multi_init() else {
             throw SystemError(call: "curl_multi_init", errno: ENOMEM)
         }
@@ -238,6 +239,14 @@ package final class CurlEngine: @unchecked Sendable {
         loop.arm(deadline: self.earliestDeadline)
     }
 
+    /// Hands ready sockets, with their `CURL_CSELECT_*` flags, to libcurl (loop queue).
+    func socketsReady(_ ready: [(Int32, Int32)]) {
+        var running: Int32 = 0
+        for (descriptor, flags) in ready {
+            curl_multi_socket_action(self.multi, descriptor, flags, &running)
+        }
+    }
+
     /// A transfer's deadline was set to `deadline`. A later deadline than the earliest known
     /// needs nothing: the scan once the earliest passed finds it.
     func deadlineSet(_ deadline: ContinuousClock.Instant) {
@@ -325,12 +334,12 @@ extension CurlEngine {
         min(8, max(1, ProcessInfo.processInfo.activeProcessorCount))
     }
 
-    /// `count` new engines (at least one) on event loops of their own, each on a serial queue
-    /// named `tp-loop-N` (``loopQueue``).
+    /// `count` new engines (at least one) on event loops of their own, whose serial queues
+    /// are named `tp-loop-N` (``eventLoop``).
     package static func makeLoops(count: Int) throws(SystemError) -> [CurlEngine] {
         var engines: [CurlEngine] = []
         for index in 0..<max(1, count) {
-            engines.append(try CurlEngine(loopOn: DispatchQueue(label: "tp-loop-\(index)")))
+            engines.append(try CurlEngine(loop: try EventLoop(label: "tp-loop-\(index)")))
         }
         return engines
     }

@@ -10,15 +10,15 @@ import TokenProxySupport
     import Musl
 #endif
 
-/// The event loop under a ``CurlEngine`` that runs on a serial Dispatch queue instead of a
-/// thread of its own: libcurl's sockets in one epoll set, watched by one Dispatch read source
-/// on that queue and drained in a batch per wake-up, and one timer source for libcurl's timer
-/// (`CURLMOPT_TIMERFUNCTION`) and the transfers' deadlines. libcurl is driven with
-/// `curl_multi_socket_action`, told of each socket's interest by `CURLMOPT_SOCKETFUNCTION`.
+/// What a ``CurlEngine`` that runs on an ``EventLoop`` instead of a thread of its own adds to
+/// the loop: libcurl's sockets in the loop's epoll set (told of each socket's interest by
+/// `CURLMOPT_SOCKETFUNCTION`), handed to `curl_multi_socket_action` together after each
+/// batch of ready descriptors, and one timer source on the loop's queue for libcurl's timer
+/// (`CURLMOPT_TIMERFUNCTION`) and the transfers' deadlines.
 ///
-/// The client connections served by the same loop run their Dispatch sources on the same
-/// queue, so an answer goes from libcurl's callback to the client's socket on the thread
-/// that read it, without a hand-off.
+/// The client connections served by the same loop are in the same epoll set, so an answer
+/// goes from libcurl's callback to the client's socket on the thread that read the request,
+/// without a hand-off.
 ///
 /// Commands (add, resume, cancel) made on the queue run at once, or, while the engine is in
 /// the middle of a turn (inside libcurl or delivering answers), at the end of it; commands
@@ -27,12 +27,8 @@ import TokenProxySupport
 /// `@unchecked Sendable`: everything but `inbox` and the immutable fields is touched only on
 /// the queue.
 final class CurlEventLoop: @unchecked Sendable {
-    /// The loop's serial queue.
-    let queue: DispatchQueue
-    /// The queue's ``QueueMark``.
-    private let mark: Int
-    private let epoll: Int32
-    private let readiness: DispatchSourceRead
+    /// The loop the engine runs on.
+    let loop: EventLoop
     private let timer: DispatchSourceTimer
     private let inbox = Mutex<[CurlEngine.Command]>([])
     /// Whether the engine is in a turn (queue only).
@@ -45,29 +41,31 @@ final class CurlEventLoop: @unchecked Sendable {
     private var curlDue: DispatchTime?
     /// When the timer source fires next, if it was scheduled (queue only).
     private var armed: DispatchTime?
-    private var readyDescriptors = [Int32](repeating: 0, count: 64)
-    private var readyFlags = [Int32](repeating: 0, count: 64)
+    /// libcurl's sockets in the epoll set (queue only).
+    private var watched = Set<Int32>()
+    /// libcurl's sockets found ready in the current batch, with `CURL_CSELECT_*` flags (queue only).
+    private var ready: [(Int32, Int32)] = []
 
-    /// A loop on `queue`, which must be serial. Fails when no descriptor is left for the
-    /// epoll set.
-    init(queue: DispatchQueue) throws(SystemError) {
-        let epoll = tp_epoll_create()
-        guard epoll >= 0 else { throw SystemError(call: "epoll_create1", errno: errno) }
-        self.queue = queue
-        self.epoll = epoll
-        self.mark = QueueMark.mark(queue)
-        self.readiness = DispatchSource.makeReadSource(fileDescriptor: epoll, queue: queue)
-        self.timer = DispatchSource.makeTimerSource(queue: queue)
+    /// The engine's part of `loop`.
+    init(loop: EventLoop) {
+        self.loop = loop
+        self.timer = DispatchSource.makeTimerSource(queue: loop.queue)
     }
 
-    /// Hooks the loop into `multi` and starts its sources. The sources keep `engine` alive,
-    /// as an engine's thread does.
+    /// The loop's serial queue.
+    var queue: DispatchQueue { self.loop.queue }
+
+    /// Hooks the loop into `multi` and starts its timer. The loop keeps `engine` alive, as an
+    /// engine's thread does.
     func start(engine: CurlEngine, multi: UnsafeMutableRawPointer) {
         let userdata = Unmanaged.passUnretained(self).toOpaque()
         _ = tp_multi_setopt_socket_callback(multi, loopSocketCallback, userdata)
         _ = tp_multi_setopt_timer_callback(multi, loopTimerCallback, userdata)
-        self.readiness.setEventHandler { [self] in
-            engine.drive(self) { self.takeReadiness(multi) }
+        self.loop.queue.async { [self] in
+            self.loop.afterEachBatch {
+                guard !self.ready.isEmpty else { return }
+                engine.drive(self) { engine.socketsReady(self.takeReady()) }
+            }
         }
         self.timer.setEventHandler { [self] in
             self.armed = nil
@@ -80,12 +78,11 @@ final class CurlEventLoop: @unchecked Sendable {
         }
         self.timer.schedule(deadline: .distantFuture)
         self.timer.resume()
-        self.readiness.resume()
     }
 
     /// Whether the caller runs on the loop's queue.
     var isCurrent: Bool {
-        QueueMark.current == self.mark
+        self.loop.isCurrent
     }
 
     /// Takes `command` for `engine`: at once on the queue outside a turn, at the end of the
@@ -133,21 +130,10 @@ final class CurlEventLoop: @unchecked Sendable {
         curl_multi_socket_action(multi, tp_socket_timeout(), 0, &running)
     }
 
-    /// Hands every ready socket to libcurl, in batches of up to 64.
-    private func takeReadiness(_ multi: UnsafeMutableRawPointer) {
-        while true {
-            let count = self.readyDescriptors.withUnsafeMutableBufferPointer { descriptors in
-                self.readyFlags.withUnsafeMutableBufferPointer { flags in
-                    tp_epoll_ready(self.epoll, descriptors.baseAddress, flags.baseAddress, Int32(descriptors.count))
-                }
-            }
-            guard count > 0 else { return }
-            var running: Int32 = 0
-            for index in 0..<Int(count) {
-                curl_multi_socket_action(multi, self.readyDescriptors[index], self.readyFlags[index], &running)
-            }
-            if Int(count) < self.readyDescriptors.count { return }
-        }
+    /// The sockets found ready in the batch, with `CURL_CSELECT_*` flags.
+    private func takeReady() -> [(Int32, Int32)] {
+        defer { self.ready.removeAll(keepingCapacity: true) }
+        return self.ready
     }
 
     /// Schedules the timer source for libcurl's next timeout or `deadline` (a transfer's),
@@ -169,12 +155,21 @@ final class CurlEventLoop: @unchecked Sendable {
     /// (sent before libcurl closes the socket).
     fileprivate func watch(_ descriptor: Int32, _ what: Int32) {
         if what == CURL_POLL_REMOVE {
-            tp_epoll_unwatch(self.epoll, descriptor)
-        } else {
-            let readable: Int32 = what & CURL_POLL_IN != 0 ? 1 : 0
-            let writable: Int32 = what & CURL_POLL_OUT != 0 ? 1 : 0
-            _ = tp_epoll_watch(self.epoll, descriptor, readable, writable)
+            self.loop.forget(descriptor, watched: self.watched.remove(descriptor) != nil)
+            return
         }
+        let inserted = self.watched.insert(descriptor).inserted
+        if inserted {
+            self.loop.register(descriptor) { [unowned self] readiness in
+                self.ready.append((descriptor, readiness.rawValue))
+            }
+        }
+        self.loop.watch(
+            descriptor,
+            readable: what & CURL_POLL_IN != 0,
+            writable: what & CURL_POLL_OUT != 0,
+            watched: !inserted
+        )
     }
 
     /// libcurl's timer callback: -1 stops the timer, 0 asks for a timeout action at once

@@ -41,7 +41,8 @@ struct LoopEngineTests {
                 let client = try TestClient(port: port)
                 for request in 0..<4 {
                     let response = try client.get("/api/c\(connection)/r\(request)")
-                    if response.status != 200 || response.header("X-Seen-Target") != "/base/c\(connection)/r\(request)" {
+                    if response.status != 200 || response.header("X-Seen-Target") != "/base/c\(connection)/r\(request)"
+                    {
                         failures.withLock { $0.append("c\(connection)/r\(request): \(response.status)") }
                     }
                 }

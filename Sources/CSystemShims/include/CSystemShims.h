@@ -31,8 +31,10 @@ void tp_name_current_thread(const char *name);
 int tp_epoll_create(void);
 
 /// Watches `fd` in the epoll set `ep` for reading when `readable`, writing when `writable`
-/// (level-triggered), adding it or changing what it is watched for: 0, or -1 with errno.
-int tp_epoll_watch(int ep, int fd, int readable, int writable);
+/// (level-triggered): changes what it is watched for when `watched` says it is in the set,
+/// adds it otherwise (either falls back to the other when the guess was wrong). 0, or -1
+/// with errno.
+int tp_epoll_watch(int ep, int fd, int readable, int writable, int watched);
 
 /// Stops watching `fd` (a descriptor that is not watched is no failure).
 void tp_epoll_unwatch(int ep, int fd);

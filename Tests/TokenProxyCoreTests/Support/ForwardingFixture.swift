@@ -53,7 +53,7 @@ final class ForwardingFixture {
             ),
             logger: logger,
             metrics: metrics,
-            loopQueues: connectionsOnLoops ? (engines ?? []).compactMap(\.loopQueue) : []
+            loops: connectionsOnLoops ? (engines ?? []).compactMap(\.eventLoop) : []
         )
     }
 

@@ -7,6 +7,7 @@ import Logging
 @testable import TokenProxyHTTP
 @testable import TokenProxyMetrics
 @testable import TokenProxyServer
+@testable import TokenProxySupport
 
 /// A proxy service on an ephemeral loopback port for one test.
 final class TestProxy {
@@ -19,7 +20,7 @@ final class TestProxy {
         forwarder: any RouteForwarder = UnavailableForwarder(),
         logger: Logger = TestLogging.logger,
         metrics: ProxyMetrics = ProxyMetrics(),
-        loopQueues: [DispatchQueue] = []
+        loops: [EventLoop] = []
     ) throws {
         var configuration = configuration
         if case .inet(let host, _) = configuration.listen {
@@ -30,7 +31,7 @@ final class TestProxy {
             forwarder: forwarder,
             logger: logger,
             metrics: metrics,
-            loopQueues: loopQueues
+            loops: loops
         )
         self.addresses = try self.service.start()
         guard case .inet(_, let port) = self.addresses.proxy else {
