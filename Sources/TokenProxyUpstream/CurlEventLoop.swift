@@ -159,10 +159,10 @@ final class CurlEventLoop: @unchecked Sendable {
             return
         }
         let inserted = self.watched.insert(descriptor).inserted
-        if inserted {
-            self.loop.register(descriptor) { [unowned self] readiness in
-                self.ready.append((descriptor, readiness.rawValue))
-            }
+        // Registered every time: libcurl may have closed a socket of this number without a
+        // `CURL_POLL_REMOVE` and another owner may have had the number since.
+        self.loop.register(descriptor) { [unowned self] readiness in
+            self.ready.append((descriptor, readiness.rawValue))
         }
         self.loop.watch(
             descriptor,
