@@ -54,6 +54,31 @@ struct LoopEngineTests {
         #expect(fixture.upstream.requests.count == 192)
     }
 
+    /// More ready sockets than one batch takes, client and upstream ones mixed: the loops are
+    /// held while every client sends its request, so that each wake-up finds a full batch,
+    /// and libcurl's ready sockets must be served between batches rather than coming back
+    /// in each of them.
+    @Test func moreReadySocketsThanABatchAreAllServed() throws {
+        let fixture = try ForwardingFixture(engines: Self.engines)
+        let clients = try (0..<200).map { _ in try fixture.client() }
+        #expect(eventually { fixture.proxy.service.openConnections == clients.count })
+        let release = DispatchSemaphore(value: 0)
+        for loop in Self.engines.compactMap(\.eventLoop) {
+            loop.queue.async { release.wait() }
+        }
+        for (index, client) in clients.enumerated() {
+            try client.send("GET /api/c\(index) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        }
+        for _ in Self.engines {
+            release.signal()
+        }
+        var answered = 0
+        for client in clients where try client.readResponse().status == 200 {
+            answered += 1
+        }
+        #expect(answered == clients.count)
+    }
+
     @Test func aLargeDownloadIsRelayedWhole() throws {
         let fixture = try ForwardingFixture(engines: Self.engines)
         let client = try fixture.client()

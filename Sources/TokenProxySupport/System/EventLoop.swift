@@ -95,23 +95,29 @@ package final class EventLoop: @unchecked Sendable {
         QueueMark.current == self.mark
     }
 
-    /// Takes the ready descriptors in batches of up to 64 and runs their handlers. A handler
-    /// forgotten by an earlier one in the same batch is skipped.
+    /// Takes the ready descriptors in batches of up to 64, running their handlers and then the
+    /// end-of-batch work (which hands libcurl its sockets, so that they are read before the
+    /// next batch: level-triggered, they would otherwise come back in it). At most
+    /// ``batchesPerWakeUp`` batches: what is still ready then makes the Dispatch source fire
+    /// again, after the queue's other work.
     private func takeReady() {
-        while true {
+        for _ in 0..<Self.batchesPerWakeUp {
             let count = self.readyDescriptors.withUnsafeMutableBufferPointer { descriptors in
                 self.readyFlags.withUnsafeMutableBufferPointer { flags in
                     tp_epoll_ready(self.epoll, descriptors.baseAddress, flags.baseAddress, Int32(descriptors.count))
                 }
             }
-            guard count > 0 else { break }
+            guard count > 0 else { return }
             for index in 0..<Int(count) {
                 self.handlers[self.readyDescriptors[index]]?(Readiness(rawValue: self.readyFlags[index]))
             }
-            if Int(count) < self.readyDescriptors.count { break }
-        }
-        for body in self.batchEnded {
-            body()
+            for body in self.batchEnded {
+                body()
+            }
+            if Int(count) < self.readyDescriptors.count { return }
         }
     }
+
+    /// The most batches one wake-up takes.
+    static let batchesPerWakeUp = 4
 }
