@@ -38,7 +38,8 @@ package final class CurlEngine: @unchecked Sendable {
         var sleeping = false
     }
 
-    private let multi: UnsafeMutableRawPointer
+    /// The multi handle (engine thread or loop queue only).
+    let multi: UnsafeMutableRawPointer
     /// The wake-up eventfd `curl_multi_poll` watches besides libcurl's sockets. It replaces
     /// `curl_multi_wakeup`, which in libcurl 7.88 is a socket pair: a `send` that allocates a
     /// socket buffer on the waking thread, and two reads on this one (the byte, then the
@@ -63,14 +64,14 @@ package final class CurlEngine: @unchecked Sendable {
     let resumesRequested = Atomic<Int>(0)
     private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
     /// Transfers with something for their client, delivered at the end of the loop iteration.
-    private var outboxes: [CurlTransfer] = []
+    var outboxes: [CurlTransfer] = []
     private var thread: Thread?
     /// Idle easy handles (engine thread only).
     private var easyPool = CurlEasyPool()
     /// No transfer's deadline (first byte or idle body) is earlier than this (engine thread only). It may
     /// belong to a transfer that has its answer by now; the transfers are only scanned once
     /// it has passed, not on every turn of the loop.
-    private var earliestDeadline: ContinuousClock.Instant?
+    var earliestDeadline: ContinuousClock.Instant?
     /// The size of libcurl's cache of idle upstream connections (engine thread only).
     private var maximumCachedConnections = CurlEngine.minimumCachedConnections
 
@@ -206,47 +207,6 @@ package final class CurlEngine: @unchecked Sendable {
         }
     }
 
-    /// One turn of an engine on an event loop (on its queue): `first` (libcurl's ready sockets,
-    /// its timer, a command), then the commands made meanwhile, libcurl's timer when due at
-    /// once, the finished transfers, the passed deadlines and the answers, round again until
-    /// nothing is left; then the loop's timer is set for what is due next.
-    func drive(_ loop: CurlEventLoop, _ first: () -> Void) {
-        loop.driving = true
-        first()
-        var pending: [Command] = []
-        while true {
-            loop.takeCommands(into: &pending)
-            for command in pending {
-                self.apply(command)
-            }
-            pending.removeAll(keepingCapacity: true)
-            loop.runDueTimeout(self.multi)
-            self.collectFinished()
-            let now = ContinuousClock.now
-            if let earliest = self.earliestDeadline, earliest <= now {
-                self.expireDeadlines(now: now)
-            }
-            // Answers run client code in place, which may make commands: they wait in the
-            // loop for the next round.
-            let outboxes = self.outboxes
-            self.outboxes.removeAll(keepingCapacity: true)
-            for transfer in outboxes {
-                transfer.deliverOutbox()
-            }
-            if !loop.hasWork && self.outboxes.isEmpty { break }
-        }
-        loop.driving = false
-        loop.arm(deadline: self.earliestDeadline)
-    }
-
-    /// Hands ready sockets, with their `CURL_CSELECT_*` flags, to libcurl (loop queue).
-    func socketsReady(_ ready: [(Int32, Int32)]) {
-        var running: Int32 = 0
-        for (descriptor, flags) in ready {
-            curl_multi_socket_action(self.multi, descriptor, flags, &running)
-        }
-    }
-
     /// A transfer's deadline was set to `deadline`. A later deadline than the earliest known
     /// needs nothing: the scan once the earliest passed finds it.
     func deadlineSet(_ deadline: ContinuousClock.Instant) {
@@ -257,7 +217,7 @@ package final class CurlEngine: @unchecked Sendable {
 
     /// Ends the transfers whose first byte or next body byte is overdue, and finds the next
     /// deadline.
-    private func expireDeadlines(now: ContinuousClock.Instant) {
+    func expireDeadlines(now: ContinuousClock.Instant) {
         var next: ContinuousClock.Instant?
         for transfer in self.transfers.values {
             guard let deadline = transfer.deadline else { continue }
@@ -270,7 +230,8 @@ package final class CurlEngine: @unchecked Sendable {
         self.earliestDeadline = next
     }
 
-    private func apply(_ command: Command) {
+    /// Carries out `command` (engine thread or loop queue).
+    func apply(_ command: Command) {
         switch command {
         case .add(let transfer):
             guard let easy = transfer.prepare(engine: self) else { return }
@@ -291,7 +252,7 @@ package final class CurlEngine: @unchecked Sendable {
     }
 
     /// Finishes every transfer libcurl reports done, with its result.
-    private func collectFinished() {
+    func collectFinished() {
         CurlEasy.forEachDone(in: self.multi) { userdata, result in
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
             self.finish(transfer, result: result)
@@ -332,16 +293,6 @@ extension CurlEngine {
     /// connections, so more engines mean more idle connections to every upstream).
     package static var defaultCount: Int {
         min(8, max(1, ProcessInfo.processInfo.activeProcessorCount))
-    }
-
-    /// `count` new engines (at least one) on event loops of their own, whose serial queues
-    /// are named `tp-loop-N` (``eventLoop``).
-    package static func makeLoops(count: Int) throws(SystemError) -> [CurlEngine] {
-        var engines: [CurlEngine] = []
-        for index in 0..<max(1, count) {
-            engines.append(try CurlEngine(loop: try EventLoop(label: "tp-loop-\(index)")))
-        }
-        return engines
     }
 
     /// `count` new engines (at least one), their threads named `tp-curl-N`.
