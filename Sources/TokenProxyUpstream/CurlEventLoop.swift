@@ -1,14 +1,7 @@
 import CCurl
-import CSystemShims
 import Dispatch
 import Synchronization
 import TokenProxySupport
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 /// What a ``CurlEngine`` that runs on an ``EventLoop`` instead of a thread of its own adds to
 /// the loop: libcurl's sockets in the loop's epoll set (told of each socket's interest by

@@ -60,6 +60,13 @@ package final class EventLoop: @unchecked Sendable {
         self.source.resume()
     }
 
+    deinit {
+        // No handler runs after the cancel; the epoll set closes once Dispatch let go of it.
+        let epoll = self.epoll
+        self.source.setCancelHandler { Glibc.close(epoll) }
+        self.source.cancel()
+    }
+
     /// Calls `handler` on the queue whenever `descriptor` is ready for what it is watched for
     /// (``watch(_:readable:writable:)``), until ``forget(_:)``.
     package func register(_ descriptor: Int32, handler: @escaping (Readiness) -> Void) {
