@@ -29,7 +29,8 @@ package final class ProxyService: Sendable {
         configuration: ProxyConfiguration,
         forwarder: any RouteForwarder,
         logger: Logger,
-        metrics: ProxyMetrics = ProxyMetrics()
+        metrics: ProxyMetrics = ProxyMetrics(),
+        loops: [EventLoop] = []
     ) {
         self.metrics = metrics
         self.configuration = configuration
@@ -50,7 +51,8 @@ package final class ProxyService: Sendable {
             settings: settings,
             maxConnections: limits.maxConnections,
             handler: handler,
-            logger: logger
+            logger: logger,
+            loops: loops
         )
         if case .listener = configuration.admin {
             self.adminServer = HTTPServer(
@@ -70,23 +72,36 @@ package final class ProxyService: Sendable {
     /// tokens in `store` (token requests go through the first engine and are counted in the
     /// same metrics, as the store's failures are when it was made with them), the forwarder
     /// over them, and the listeners. Fails when an engine cannot start.
+    ///
+    /// With `eventLoops`, the engines run on event loops, each sharing its serial queue with
+    /// the client connections it serves (``CurlEngine/init(loopOn:)``); token requests then go
+    /// through an engine of their own on its thread, off the loops.
     package convenience init(
         configuration: ProxyConfiguration,
         store: any TokenStore,
         engineCount: Int,
+        eventLoops: Bool = false,
         metrics: ProxyMetrics = ProxyMetrics(),
         logger: Logger
     ) throws(SystemError) {
-        let engines = try CurlEngine.make(count: min(max(engineCount, 1), Self.maximumEngines))
+        let count = min(max(engineCount, 1), Self.maximumEngines)
+        let engines = eventLoops ? try CurlEngine.makeLoops(count: count) : try CurlEngine.make(count: count)
+        let tokenEngine = eventLoops ? try CurlEngine(name: "tp-curl-tokens") : engines[0]
         let credentials = CredentialRegistry(
             configuration: configuration,
-            fetcher: UpstreamFetcher(engine: engines[0]),
+            fetcher: UpstreamFetcher(engine: tokenEngine),
             store: store,
             metrics: metrics,
             logger: logger
         )
         let forwarder = CurlForwarder(engines: engines, credentials: credentials, limits: configuration.limits)
-        self.init(configuration: configuration, forwarder: forwarder, logger: logger, metrics: metrics)
+        self.init(
+            configuration: configuration,
+            forwarder: forwarder,
+            logger: logger,
+            metrics: metrics,
+            loops: engines.compactMap(\.eventLoop)
+        )
     }
 
     /// The most engines a service runs, whatever it is asked.

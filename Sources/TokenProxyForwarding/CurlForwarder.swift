@@ -183,6 +183,12 @@ package final class CurlForwarder: RouteForwarder {
     /// same for all of its requests.
     private func engine(for exchange: HTTPExchange) -> CurlEngine {
         guard self.engines.count > 1 else { return self.engines[0] }
+        // An engine on an event loop serves the connections that run on its loop's queue.
+        if self.engines[0].loopQueue != nil,
+            let engine = self.engines.first(where: { $0.loopQueue === exchange.context.queue })
+        {
+            return engine
+        }
         let slot = UInt(bitPattern: ObjectIdentifier(exchange.context).hashValue) % UInt(self.engines.count)
         return self.engines[Int(slot)]
     }

@@ -16,10 +16,14 @@ import TokenProxySupport
 ///
 /// Each listener accepts on its own queue; each accepted connection gets a serial queue of
 /// its own targeting a shared concurrent queue, so connections run in parallel while each
-/// stays single-threaded.
+/// stays single-threaded. A server given event loops instead spreads its connections over
+/// them in turn: each connection's socket is then watched in its loop's epoll set
+/// (``LoopTransport``) and its work runs on the loop's queue, beside the loop's other
+/// connections and its upstream engine.
 package final class HTTPServer: Sendable {
     private struct Registry {
-        var connections: [ObjectIdentifier: QueueBound<HTTPConnection<SocketTransport>>] = [:]
+        /// Each open connection's drain, run in its context.
+        var connections: [ObjectIdentifier: @Sendable () -> Void] = [:]
         var listeners: [Listener] = []
         var draining = false
         var drainCompletions: [@Sendable () -> Void] = []
@@ -32,9 +36,19 @@ package final class HTTPServer: Sendable {
     private let workQueue = DispatchQueue(label: "tokenproxy.connections", attributes: .concurrent)
     private let registry = Mutex(Registry())
     private let acceptCount = Atomic<Int>(0)
+    /// The event loops connections are spread over; empty for a queue per connection.
+    private let loops: [EventLoop]
 
-    /// Creates a server; ``bind(_:)`` starts listening.
-    package init(settings: ConnectionSettings, maxConnections: Int, handler: any HTTPExchangeHandler, logger: Logger) {
+    /// Creates a server; ``bind(_:)`` starts listening. With `loops`, each connection runs on
+    /// one of them, taken in turn.
+    package init(
+        settings: ConnectionSettings,
+        maxConnections: Int,
+        handler: any HTTPExchangeHandler,
+        logger: Logger,
+        loops: [EventLoop] = []
+    ) {
+        self.loops = loops
         self.settings = settings
         self.maxConnections = maxConnections
         self.handler = handler
@@ -79,8 +93,11 @@ package final class HTTPServer: Sendable {
     }
 
     private func accepted(_ descriptor: Int32, peer: String) {
-        self.acceptCount.add(1, ordering: .relaxed)
-        let context = SerialContext(queue: DispatchQueue(label: "tokenproxy.connection", target: self.workQueue))
+        let accepted = self.acceptCount.add(1, ordering: .relaxed).newValue
+        let loop = self.loops.isEmpty ? nil : self.loops[accepted % self.loops.count]
+        let context = SerialContext(
+            queue: loop?.queue ?? DispatchQueue(label: "tokenproxy.connection", target: self.workQueue)
+        )
         let admitted = self.registry.withLock { registry -> Bool in
             !registry.draining && registry.connections.count < self.maxConnections
         }
@@ -92,8 +109,17 @@ package final class HTTPServer: Sendable {
             )
             return
         }
+        if let loop {
+            self.open(LoopTransport(descriptor: descriptor, loop: loop), peer: peer, context: context)
+        } else {
+            self.open(SocketTransport(descriptor: descriptor, queue: context.queue), peer: peer, context: context)
+        }
+    }
+
+    /// Registers a connection over `transport` and starts it in `context`.
+    private func open<Transport: ConnectionTransport>(_ transport: Transport, peer: String, context: SerialContext) {
         let connection = HTTPConnection(
-            transport: SocketTransport(descriptor: descriptor, queue: context.queue),
+            transport: transport,
             remoteAddress: peer,
             context: context,
             settings: self.settings,
@@ -102,7 +128,9 @@ package final class HTTPServer: Sendable {
             self.closed(connection)
         }
         let bound = QueueBound(connection, context: context)
-        self.registry.withLock { $0.connections[ObjectIdentifier(connection)] = bound }
+        self.registry.withLock {
+            $0.connections[ObjectIdentifier(connection)] = { bound.execute { $0.drain() } }
+        }
         bound.execute { $0.start() }
     }
 
@@ -119,7 +147,7 @@ package final class HTTPServer: Sendable {
         Glibc.close(descriptor)
     }
 
-    private func closed(_ connection: HTTPConnection<SocketTransport>) {
+    private func closed<Transport: ConnectionTransport>(_ connection: HTTPConnection<Transport>) {
         let completions = self.registry.withLock { registry -> [@Sendable () -> Void] in
             registry.connections[ObjectIdentifier(connection)] = nil
             guard registry.draining, registry.connections.isEmpty else { return [] }
@@ -151,8 +179,8 @@ package final class HTTPServer: Sendable {
             listenersClosed.enter()
             listener.close { listenersClosed.leave() }
         }
-        for connection in connections {
-            connection.execute { $0.drain() }
+        for drain in connections {
+            drain()
         }
         if done {
             completion()

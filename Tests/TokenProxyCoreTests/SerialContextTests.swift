@@ -82,6 +82,26 @@ struct SerialContextTests {
         #expect(Self.values(bound) == [0, 1, 2, 3, 4])
     }
 
+    /// Work an event loop's engine runs for a connection of the same loop runs on the
+    /// connection's own queue, so it is not "in place"; from another thread, or on a queue
+    /// without a loop's mark, it is.
+    @Test func workOnALoopsOwnQueueIsNotInPlace() {
+        let loop = DispatchQueue(label: "test.context.loop")
+        _ = QueueMark.mark(loop)
+        let context = SerialContext(queue: loop)
+        let inPlace = Mutex<[Bool]>([])
+        loop.sync {
+            _ = context.runIfIdle { inPlace.withLock { $0.append(context.isHeldInPlace) } }
+        }
+        _ = context.runIfIdle { inPlace.withLock { $0.append(context.isHeldInPlace) } }
+        let plain = DispatchQueue(label: "test.context.plain")
+        let unmarked = SerialContext(queue: plain)
+        plain.sync {
+            _ = unmarked.runIfIdle { inPlace.withLock { $0.append(unmarked.isHeldInPlace) } }
+        }
+        #expect(inPlace.withLock { $0 } == [false, true, true])
+    }
+
     /// The log's entries, read holding its context; nil when the context is taken.
     private static func values(_ bound: QueueBound<OrderLog>) -> [Int]? {
         var values: [Int]?

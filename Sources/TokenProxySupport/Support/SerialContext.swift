@@ -30,10 +30,15 @@ package final class SerialContext: @unchecked Sendable {
     /// Whether the holder took the gate through ``runIfIdle(_:)`` (in place, on a thread that
     /// is not the queue's); only touched by the holder.
     private var inPlace = false
+    /// The ``QueueMark`` of the queue when it is an event loop's, shared by the loop's
+    /// connections and its upstream engine: work that engine runs here through
+    /// ``runIfIdle(_:)`` runs on the queue itself, not in place on another thread.
+    private let loopMark: Int?
 
     /// Creates a context over `queue`, which must be serial.
     package init(queue: DispatchQueue) {
         self.queue = queue
+        self.loopMark = QueueMark.mark(of: queue)
         self.gate = .allocate(capacity: 1)
         pthread_mutex_init(self.gate, nil)
     }
@@ -69,7 +74,7 @@ package final class SerialContext: @unchecked Sendable {
     /// another thread (or this one) holds it.
     func runIfIdle(_ body: () -> Void) -> Bool {
         guard pthread_mutex_trylock(self.gate) == 0 else { return false }
-        self.inPlace = true
+        self.inPlace = self.loopMark == nil || QueueMark.current != self.loopMark
         self.hold(UInt(pthread_self())) {
             body()
             self.inPlace = false

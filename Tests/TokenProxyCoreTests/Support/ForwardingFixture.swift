@@ -14,6 +14,8 @@ final class ForwardingFixture {
     let upstream: FakeUpstream
     let proxy: TestProxy
 
+    /// `connectionsOnLoops`: with engines on event loops, whether the proxy's connections run
+    /// on the loops' queues (as `serve` runs them) or on queues of their own.
     init(
         provider: String = #"{"grant": "static", "token": "upstream-token-1"}"#,
         route: String = "",
@@ -24,6 +26,7 @@ final class ForwardingFixture {
         logger: Logger = TestLogging.logger,
         upstream: FakeUpstream? = nil,
         metrics: ProxyMetrics = ProxyMetrics(),
+        connectionsOnLoops: Bool = true,
         wrap: (CurlForwarder) -> any RouteForwarder = { $0 }
     ) throws {
         self.upstream = try upstream ?? FakeUpstream()
@@ -49,7 +52,8 @@ final class ForwardingFixture {
                 )
             ),
             logger: logger,
-            metrics: metrics
+            metrics: metrics,
+            loops: connectionsOnLoops ? (engines ?? []).compactMap(\.eventLoop) : []
         )
     }
 

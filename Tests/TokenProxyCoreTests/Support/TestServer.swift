@@ -7,6 +7,7 @@ import Logging
 @testable import TokenProxyHTTP
 @testable import TokenProxyMetrics
 @testable import TokenProxyServer
+@testable import TokenProxySupport
 
 /// A proxy service on an ephemeral loopback port for one test.
 final class TestProxy {
@@ -18,7 +19,8 @@ final class TestProxy {
         _ configuration: ProxyConfiguration = TestProxy.configuration(),
         forwarder: any RouteForwarder = UnavailableForwarder(),
         logger: Logger = TestLogging.logger,
-        metrics: ProxyMetrics = ProxyMetrics()
+        metrics: ProxyMetrics = ProxyMetrics(),
+        loops: [EventLoop] = []
     ) throws {
         var configuration = configuration
         if case .inet(let host, _) = configuration.listen {
@@ -28,7 +30,8 @@ final class TestProxy {
             configuration: configuration,
             forwarder: forwarder,
             logger: logger,
-            metrics: metrics
+            metrics: metrics,
+            loops: loops
         )
         self.addresses = try self.service.start()
         guard case .inet(_, let port) = self.addresses.proxy else {
