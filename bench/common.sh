@@ -65,6 +65,11 @@ $(bench_nginx_http "$work/upstream")
     root $work/www;
     # Any method (a static file answers POST with 405): for METHOD=POST in compare.sh.
     location = /post { return 200 "ok\n"; }
+    # A token endpoint for BENCH_PROVIDER=client_credentials.
+    location = /token {
+      default_type application/json;
+      return 200 '{"access_token": "bench-token", "token_type": "Bearer", "expires_in": 86400}';
+    }
   }
 }
 CONF
@@ -80,8 +85,16 @@ CONF
 # PREFIX=PORT that follows a route to the HTTPS upstream 127.0.0.1:PORT, verified against
 # the bench's CA.
 bench_tokenproxy_config() {
-    local file=$1 port=$2 connections=$3 route routes=""
+    local file=$1 port=$2 connections=$3 route routes="" provider
     shift 3
+    # BENCH_PROVIDER=client_credentials: the token comes from the upstream's /token (the
+    # first route's server) once and is then served from the cache, as a sidecar's is;
+    # static by default.
+    provider='{"grant": "static", "token": {"env": "BENCH_TOKEN"}}'
+    if [ "${BENCH_PROVIDER:-static}" = client_credentials ]; then
+        route=$1
+        provider="{\"grant\": \"client_credentials\", \"token_url\": \"https://127.0.0.1:${route#*=}/token\", \"client_id\": \"bench\", \"client_secret\": \"bench-secret\", \"ca_file\": \"$work/ca.pem\"}"
+    fi
     for route in "$@"; do
         routes+="${routes:+,$'\n'}    {\"path_prefix\": \"${route%%=*}\", \"upstream\": \"https://127.0.0.1:${route#*=}\", \"provider\": \"bench\", \"ca_file\": \"$work/ca.pem\"}"
     done
@@ -90,7 +103,7 @@ bench_tokenproxy_config() {
   "listen": "127.0.0.1:$port",
   "token_store": "memory",
   "limits": {"max_connections": $connections},
-  "providers": {"bench": {"grant": "static", "token": {"env": "BENCH_TOKEN"}}},
+  "providers": {"bench": $provider},
   "routes": [
 $routes
   ]

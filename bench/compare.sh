@@ -11,6 +11,12 @@
 # CONNECTIONS lists the client connection counts measured ("64 1" by default);
 # KEEPALIVE_REQUESTS is how many requests the upstream serves on a connection before
 # closing it (a million by default, so connections are kept; nginx's default is 1,000).
+# OLD_PROVIDER and NEW_PROVIDER (static or client_credentials) pick each side's provider: a
+# client_credentials token comes from the upstream's /token once and is then cached, the
+# path a sidecar's requests take. OLD_LOG and NEW_LOG (off, text or json) turn each side's
+# access log on, written to a file; off by default, as for the peers. Give the same binary
+# twice to measure what the token path or the logs cost:
+#   NEW_PROVIDER=client_credentials NEW_LOG=json bench/compare.sh BINARY BINARY
 # METHOD=POST sends small form POSTs to the upstream's /post instead of GETs of /1k (a
 # request that is not idempotent goes out on a new upstream connection: docs/reference/upstream.md).
 #
@@ -48,10 +54,17 @@ bench_upstream "$UPSTREAM_PORT" "$KEEPALIVE_REQUESTS"
 
 declare -A PID
 for side in old new; do
-    port=$OLD_PORT binary=$OLD
-    [ "$side" = new ] && port=$NEW_PORT binary=$NEW
-    bench_tokenproxy_config "$work/$side.json" "$port" 4096 "/=$UPSTREAM_PORT"
-    BENCH_TOKEN=bench-token "$binary" serve --config "$work/$side.json" --log-level warning & pids+=($!)
+    port=$OLD_PORT binary=$OLD provider=${OLD_PROVIDER:-static} log=${OLD_LOG:-off}
+    [ "$side" = new ] && port=$NEW_PORT binary=$NEW provider=${NEW_PROVIDER:-static} log=${NEW_LOG:-off}
+    BENCH_PROVIDER=$provider bench_tokenproxy_config "$work/$side.json" "$port" 4096 "/=$UPSTREAM_PORT"
+    case "$log" in
+        off) logging=(--log-level warning) ;;
+        text) logging=(--log-level info) ;;
+        json) logging=(--log-level info --log-format json) ;;
+        *) echo "OLD_LOG and NEW_LOG are off, text or json" >&2; exit 2 ;;
+    esac
+    # Access lines go to a file, as a container runtime collects a sidecar's standard error.
+    BENCH_TOKEN=bench-token "$binary" serve --config "$work/$side.json" "${logging[@]}" 2>"$work/$side.log" & pids+=($!)
     PID[$side]=$!
 done
 for port in "$OLD_PORT" "$NEW_PORT"; do
