@@ -15,7 +15,7 @@ import TokenProxySupport
 /// The descriptor leaves the epoll set before it is closed, and is closed in the timer's
 /// cancel handler, which also reports ``ConnectionTransportEvent/closed``: never from inside
 /// ``close(readingSuspended:waitingForWritable:)``.
-struct LoopTransport: ConnectionTransport {
+struct LoopTransport: SocketDescriptorTransport {
     /// What the connection wants reported, and whether the socket is in the epoll set (loop
     /// queue only).
     private final class Interest {
@@ -58,31 +58,6 @@ struct LoopTransport: ConnectionTransport {
         }
         self.timer.schedule(deadline: .distantFuture)
         self.timer.resume()
-    }
-
-    /// The monotonic clock Dispatch timers use.
-    var now: DispatchTime { .now() }
-
-    /// Reads once through the thread's read buffer (``Socket/readThroughThreadBuffer(_:_:)``).
-    func read(into input: inout ByteQueue) throws(SystemError) -> Int {
-        try Socket.readThroughThreadBuffer(self.descriptor) { outcome in
-            guard case .processed(let bytes) = outcome else { return -1 }
-            input.append(contentsOf: bytes)
-            return bytes.count
-        }
-    }
-
-    /// One non-blocking `send`; `MSG_NOSIGNAL` turns a gone peer into `EPIPE` rather than a
-    /// signal.
-    func write(_ bytes: UnsafeRawBufferPointer) throws(SystemError) -> IOResult<Int> {
-        try syscall("write") {
-            Glibc.send(self.descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
-        }
-    }
-
-    /// `shutdown(SHUT_WR)`.
-    func shutdownOutput() {
-        shutdown(self.descriptor, Int32(SHUT_WR))
     }
 
     /// Reports readability from the next batch on.
