@@ -224,31 +224,20 @@ extension ForwardingAttempt {
             credential: self.credential,
             clientAddress: exchange.remoteAddress
         )
-        let clientKey: String?
-        do {
-            clientKey = try route.clientKey?.resolve()
-        } catch {
-            let failure = ProxyError(
-                .upstreamUnreachable,
-                "the route's client_key cannot be read: \(error)",
-                route: route.name
-            )
-            self.perform(self.machine.transferFailedToStart(failure))
-            return
-        }
-        let options = CurlTransfer.Options(
-            allowPlainHTTP: route.allowInsecureUpstream || route.provider == nil,
-            caFile: route.caFile,
-            clientCertificate: route.clientCert,
-            clientKeyPEM: clientKey,
-            connectTimeout: self.limits.upstreamConnectTimeoutSeconds,
-            firstByteTimeout: route.timeoutSeconds ?? self.limits.upstreamFirstByteTimeoutSeconds,
+        let options: CurlTransfer.Options
+        switch route.upstreamOptions(
+            limits: self.limits,
             idleTimeout: self.limits.upstreamIdleSeconds,
             // The upstream may have acted on a request whose connection closed before any
             // answer: libcurl must not send one that is not idempotent again by itself.
             resendable: self.idempotent,
             freshConnection: attempt == .resend
-        )
+        ) {
+        case .success(let made): options = made
+        case .failure(let failure):
+            self.perform(self.machine.transferFailedToStart(failure))
+            return
+        }
         let sink = ExchangeSink(exchange: QueueBound(exchange, context: self.context), owner: self.handle)
         let transfer = CurlTransfer(
             request: request,

@@ -105,13 +105,11 @@ final class TunnelAttempt {
 
     private func handshake(credential: CredentialHeader?) {
         let route = self.match.route
-        let clientKey: String?
-        do {
-            clientKey = try route.clientKey?.resolve()
-        } catch {
-            self.answer(
-                ProxyError(.upstreamUnreachable, "the route's client_key cannot be read: \(error)", route: route.name)
-            )
+        let options: CurlRequestSetup.Options
+        switch route.upstreamOptions(limits: self.limits) {
+        case .success(let made): options = made
+        case .failure(let error):
+            self.answer(error)
             return
         }
         let request = UpstreamRequestBuilder.build(
@@ -122,14 +120,6 @@ final class TunnelAttempt {
             clientAddress: self.exchange.remoteAddress
         )
         let head = TunnelRequest.head(request, base: self.base, protocols: self.protocols)
-        let options = CurlRequestSetup.Options(
-            allowPlainHTTP: route.allowInsecureUpstream || route.provider == nil,
-            caFile: route.caFile,
-            clientCertificate: route.clientCert,
-            clientKeyPEM: clientKey,
-            connectTimeout: self.limits.upstreamConnectTimeoutSeconds,
-            firstByteTimeout: route.timeoutSeconds ?? self.limits.upstreamFirstByteTimeoutSeconds
-        )
         let bound = self.bound
         let url = self.url
         let offered = self.protocols

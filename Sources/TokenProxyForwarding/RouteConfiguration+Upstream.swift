@@ -1,0 +1,39 @@
+import TokenProxyConfiguration
+import TokenProxySupport
+import TokenProxyUpstream
+
+extension RouteConfiguration {
+    /// libcurl's settings for this route's upstream under `limits`, for a forwarded request
+    /// and a tunnel alike: plain HTTP only without a provider or when allowed, the route's
+    /// trust anchors and client certificate, the timeouts. The `client_key` secret is read
+    /// now (a rotated key takes effect at the next request); one that cannot be read fails
+    /// the request with 502 `upstream_unreachable`.
+    func upstreamOptions(
+        limits: Limits,
+        idleTimeout: Double? = nil,
+        resendable: Bool = true,
+        freshConnection: Bool = false
+    ) -> Result<CurlRequestSetup.Options, ProxyError> {
+        let clientKey: String?
+        do {
+            clientKey = try self.clientKey?.resolve()
+        } catch {
+            return .failure(
+                ProxyError(.upstreamUnreachable, "the route's client_key cannot be read: \(error)", route: self.name)
+            )
+        }
+        return .success(
+            CurlRequestSetup.Options(
+                allowPlainHTTP: self.allowInsecureUpstream || self.provider == nil,
+                caFile: self.caFile,
+                clientCertificate: self.clientCert,
+                clientKeyPEM: clientKey,
+                connectTimeout: limits.upstreamConnectTimeoutSeconds,
+                firstByteTimeout: self.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds,
+                idleTimeout: idleTimeout,
+                resendable: resendable,
+                freshConnection: freshConnection
+            )
+        )
+    }
+}
