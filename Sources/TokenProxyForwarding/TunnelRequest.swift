@@ -22,6 +22,9 @@ struct TunnelRequest {
 
     /// What `head` asks for along `route`.
     static func kind(of head: HTTPRequestHead, route: RouteConfiguration) -> Kind {
+        // Every request comes through here: one field lookup, no allocation, for the many
+        // that ask for no upgrade.
+        guard head.headers.contains("Upgrade") else { return .ordinary }
         let connection = head.headers.tokens("Connection")
         guard connection.contains(where: { $0.equalsIgnoringASCIICase("upgrade") }), head.version != .http1_0 else {
             return .ordinary
@@ -108,7 +111,4 @@ final class TunnelSlots: Sendable {
     func release() {
         self.open.subtract(1, ordering: .relaxed)
     }
-
-    /// The tunnels open now.
-    var count: Int { self.open.load(ordering: .relaxed) }
 }

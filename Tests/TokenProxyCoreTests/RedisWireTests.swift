@@ -48,6 +48,17 @@ import Testing
         return outcome.withLock { $0 }
     }
 
+    /// What one read of `store` came to, on a thread of its own: its grant count or its error.
+    private func readOutcome(_ store: RedisTokenStore) -> String? {
+        self.returns {
+            do {
+                return "\(try store.read().grants.count) grants"
+            } catch {
+                return "\(error)"
+            }
+        }
+    }
+
     @Test func anAnswerDrippedAByteAtATimeCostsOneCommandTimeout() throws {
         // A valid HGETALL answer of about 230 bytes, one byte every 100 ms: well over 20 s.
         let value = String(repeating: "x", count: 200)
@@ -55,13 +66,7 @@ import Testing
         let peer = try FakeRedisPeer(.drip(reply: reply, pause: .milliseconds(100)))
         let metrics = ProxyMetrics()
         let store = self.store(peer, metrics: metrics)
-        let outcome = self.returns {
-            do {
-                return "\(try store.read().grants.count) grants"
-            } catch {
-                return "\(error)"
-            }
-        }
+        let outcome = self.readOutcome(store)
         // Served from memory (empty) once the whole command's timeout ran out.
         #expect(outcome == "0 grants")
         #expect(!peer.finished, "the call waited for the whole drip")
@@ -72,13 +77,7 @@ import Testing
         let peer = try FakeRedisPeer(.huge(length: 300 << 20))
         let metrics = ProxyMetrics()
         let store = self.store(peer, metrics: metrics)
-        let outcome = self.returns {
-            do {
-                return "\(try store.read().grants.count) grants"
-            } catch {
-                return "\(error)"
-            }
-        }
+        let outcome = self.readOutcome(store)
         #expect(outcome == "0 grants")
         // The client hung up after about a mebibyte: what the peer got out is that plus what
         // the two sockets' buffers hold, far from the 300 MiB it announced.
