@@ -17,6 +17,16 @@ bench_cleanup() {
     rm -rf "$work"
 }
 
+# CPU time (user and system) of a process and its children, in clock ticks (getconf CLK_TCK
+# per second).
+bench_ticks() {
+    local total=0 pid
+    for pid in "$1" $(pgrep -P "$1" || true); do
+        total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
+    done
+    echo "$total"
+}
+
 # Writes ca.pem, server.pem and server.key into $work.
 bench_certificates() {
     local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)

@@ -11,6 +11,8 @@
 # CONNECTIONS lists the client connection counts measured ("64 1" by default);
 # KEEPALIVE_REQUESTS is how many requests the upstream serves on a connection before
 # closing it (a million by default, so connections are kept; nginx's default is 1,000).
+# Each measurement also reads the proxy's CPU time (user and system, from /proc) and divides
+# it by the requests answered: CPU time per request, whatever the rate.
 # OLD_PROVIDER and NEW_PROVIDER (static or client_credentials) pick each side's provider: a
 # client_credentials token comes from the upstream's /token once and is then cached, the
 # path a sidecar's requests take. OLD_LOG and NEW_LOG (off, text or json) turn each side's
@@ -97,14 +99,19 @@ fi
 results="$work/results.tsv"
 : > "$results"
 measure() { # side round connections threads port
-    local output
+    local output start end
+    start=$(bench_ticks "${PID[$1]}")
     output=$(wrk --latency "${wrk_script[@]}" -t "$4" -c "$3" -d "${DURATION}s" "http://127.0.0.1:$5$target")
-    # Failures as bench/run.sh counts them: non-2xx/3xx answers and socket errors.
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
+    end=$(bench_ticks "${PID[$1]}")
+    # Failures as bench/run.sh counts them: non-2xx/3xx answers and socket errors. The proxy's
+    # CPU time over the measurement, with the requests wrk saw answered, gives its CPU time
+    # per request.
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" \
         "$(echo "$output" | awk '/Requests\/sec/ {print $2}')" \
         "$(echo "$output" | awk '$1 == "50%" {print $2}')" \
         "$(echo "$output" | awk '$1 == "99%" {print $2}')" \
         "$(echo "$output" | awk '/Non-2xx/ {n += $NF} /Socket errors/ {gsub(",", ""); n += $4 + $6 + $8 + $10} END {print n + 0}')" \
+        $((end - start)) "$(echo "$output" | awk '/requests in/ {print $1}')" \
         >> "$results"
 }
 for round in $(seq "$ROUNDS"); do
@@ -122,7 +129,7 @@ for round in $(seq "$ROUNDS"); do
     done
 done
 
-python3 - "$results" "$DURATION" <<'PY'
+python3 - "$results" "$DURATION" "$(getconf CLK_TCK)" <<'PY'
 import statistics
 import sys
 
@@ -134,8 +141,9 @@ def seconds(text):
 
 rows = {}
 for line in open(sys.argv[1]):
-    side, round_, connections, rps, p50, p99, failed = line.rstrip("\n").split("\t")
-    rows.setdefault((side, int(connections)), []).append((float(rps), seconds(p50), seconds(p99), int(failed)))
+    side, round_, connections, rps, p50, p99, failed, ticks, requests = line.rstrip("\n").split("\t")
+    cpu = int(ticks) / int(sys.argv[3]) * 1e6 / max(1, int(requests))
+    rows.setdefault((side, int(connections)), []).append((float(rps), seconds(p50), seconds(p99), int(failed), cpu))
 
 def summary(values, scale, unit):
     return f"{statistics.median(values) * scale:.{0 if unit == '' else 3}f}{unit} ({min(values) * scale:.{0 if unit == '' else 3}f}-{max(values) * scale:.{0 if unit == '' else 3}f})"
@@ -147,8 +155,11 @@ for connections in counts:
     for side in ("old", "new"):
         runs = rows[(side, connections)]
         print(f"  {side}: req/s {summary([r[0] for r in runs], 1, '')}, p50 {summary([r[1] for r in runs], 1e3, ' ms')}, "
-              f"p99 {summary([r[2] for r in runs], 1e3, ' ms')}, failed {sum(r[3] for r in runs)}")
+              f"p99 {summary([r[2] for r in runs], 1e3, ' ms')}, CPU {summary([r[4] for r in runs], 1, '')} us/request, "
+              f"failed {sum(r[3] for r in runs)}")
     old, new = rows[("old", connections)], rows[("new", connections)]
     ratios = sorted(n[0] / o[0] for o, n in zip(old, new))
     print(f"  new/old req/s per round: {', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}")
+    cpu = sorted(n[4] / o[4] for o, n in zip(old, new))
+    print(f"  new/old CPU per request per round: {', '.join(f'{r:.2f}' for r in cpu)}; median {statistics.median(cpu):.2f}")
 PY

@@ -190,14 +190,6 @@ rss() {
 }
 tokenproxy_idle_rss=$(rss "${PID[tokenproxy]}")
 
-# CPU time (user and system) of a process and its children, in clock ticks.
-ticks() {
-    local total=0 pid
-    for pid in "$1" $(pgrep -P "$1" || true); do
-        total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
-    done
-    echo "$total"
-}
 # The time the threads of a process and its children spent runnable but waiting for a
 # processor, in nanoseconds (the second field of each thread's schedstat); a thread that
 # exits during a measurement takes its share with it.
@@ -224,12 +216,12 @@ measure() { # proxy test connections url
     # how long its threads waited for a processor.
     if [ "$2 $3" = "closing 1k 64" ] && [ -n "${PID[$1]:-}" ]; then
         counted=1
-        start=("$(ticks "${PID[$1]}")" "$(ticks "$UPSTREAM_PID")" "$(busy)" \
+        start=("$(bench_ticks "${PID[$1]}")" "$(bench_ticks "$UPSTREAM_PID")" "$(busy)" \
             "$(waits "${PID[$1]}")" "$(waits "$UPSTREAM_PID")")
     fi
     output=$(wrk --latency -t "$threads" -c "$3" -d "${DURATION}s" "$4" 2>&1)
     if [ "$counted" = 1 ]; then
-        end=("$(ticks "${PID[$1]}")" "$(ticks "$UPSTREAM_PID")" "$(busy)" \
+        end=("$(bench_ticks "${PID[$1]}")" "$(bench_ticks "$UPSTREAM_PID")" "$(busy)" \
             "$(waits "${PID[$1]}")" "$(waits "$UPSTREAM_PID")")
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(echo "$output" | awk '/requests in/ {print $1}')" \
             $((end[0] - start[0])) $((end[1] - start[1])) $((end[2] - start[2])) \
@@ -249,9 +241,9 @@ measure() { # proxy test connections url
 # upstream: its own CPU time per request (from getrusage), the upstream's and the rest.
 measure_libcurl() {
     local start end output requests=$((DURATION * 8000))
-    start=("$(ticks "$UPSTREAM_PID")" "$(busy)" "$(waits "$UPSTREAM_PID")")
+    start=("$(bench_ticks "$UPSTREAM_PID")" "$(busy)" "$(waits "$UPSTREAM_PID")")
     output=$("$work/libcurl_floor" "https://127.0.0.1:$UPSTREAM_CLOSING/1k" "$work/ca.pem" "$requests" 64)
-    end=("$(ticks "$UPSTREAM_PID")" "$(busy)" "$(waits "$UPSTREAM_PID")")
+    end=("$(bench_ticks "$UPSTREAM_PID")" "$(busy)" "$(waits "$UPSTREAM_PID")")
     printf '%s\t%s\t%s\t%s\t%s\t\t%s\n' "libcurl alone" "$requests" \
         "$(echo "$output" | sed -n 's/.*CPU \([0-9.]*\) us.*/\1/p')" \
         $((end[0] - start[0])) $((end[1] - start[1])) $((end[2] - start[2])) >> "$cpu"
