@@ -22,7 +22,7 @@ final class GitHTTPServer {
     }
 
     init(acceptedToken: String, username: String = "x-access-token") throws {
-        let nginxPath = ["/usr/sbin/nginx", "/usr/bin/nginx"].first(where: FileManager.default.isExecutableFile)
+        let nginxPath = NginxFixture.executable
         let fcgiwrapPath = "/usr/sbin/fcgiwrap"
         let backend = "/usr/lib/git-core/git-http-backend"
         guard let nginxPath, FileManager.default.isExecutableFile(atPath: fcgiwrapPath),
@@ -49,19 +49,7 @@ final class GitHTTPServer {
 
         self.port = try LoopbackSocket.freePort()
         let basic = Data("\(username):\(acceptedToken)".utf8).base64EncodedString()
-        let config = """
-            \(getuid() == 0 ? "user root;" : "")
-            worker_processes 1;
-            pid \(directory)/nginx.pid;
-            error_log \(directory)/error.log warn;
-            events { worker_connections 64; }
-            http {
-              access_log \(directory)/access.log;
-              client_body_temp_path \(directory)/tmp/body;
-              proxy_temp_path \(directory)/tmp/proxy;
-              fastcgi_temp_path \(directory)/tmp/fastcgi;
-              uwsgi_temp_path \(directory)/tmp/uwsgi;
-              scgi_temp_path \(directory)/tmp/scgi;
+        let http = """
               map $http_authorization $tp_allowed {
                 "Basic \(basic)" 1;
                 "Bearer \(acceptedToken)" 1;
@@ -89,16 +77,14 @@ final class GitHTTPServer {
                   fastcgi_param CONTENT_LENGTH $content_length;
                 }
               }
-            }
             """
-        let configPath = "\(directory)/nginx.conf"
-        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        self.nginx = Process()
-        self.nginx.executableURL = URL(fileURLWithPath: nginxPath)
-        self.nginx.arguments = ["-p", directory, "-c", configPath, "-g", "daemon off;"]
-        self.nginx.standardOutput = FileHandle.nullDevice
-        self.nginx.standardError = FileHandle.nullDevice
-        try self.nginx.run()
+        self.nginx = try NginxFixture.start(
+            nginxPath,
+            in: directory,
+            workerConnections: 64,
+            accessLog: "\(directory)/access.log",
+            http: http
+        )
         let port = self.port
         guard eventually({ FileManager.default.fileExists(atPath: socket) && (try? TestClient(port: port)) != nil })
         else {

@@ -34,8 +34,7 @@ final class NginxFixture {
     /// Starts nginx; `extraServers` adds `server` blocks to its `http` block, given the
     /// directory that holds the certificates (`server.pem`, `server.key`, `ca.pem`).
     init(extraServers: (String) -> String = { _ in "" }) throws {
-        guard let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"].first(where: FileManager.default.isExecutableFile)
-        else {
+        guard let nginx = Self.executable else {
             throw Failure(description: "nginx is not installed (.ci/run installs nginx-light)")
         }
         self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("tp-nginx-\(UUID().uuidString)")
@@ -49,19 +48,7 @@ final class NginxFixture {
         self.wrongNamePort = try LoopbackSocket.freePort()
         self.http1Port = try LoopbackSocket.freePort()
         let directory = self.directory.path
-        let config = """
-            \(getuid() == 0 ? "user root;" : "")
-            worker_processes 1;
-            pid \(directory)/nginx.pid;
-            error_log \(directory)/error.log warn;
-            events { worker_connections 256; }
-            http {
-              access_log off;
-              client_body_temp_path \(directory)/tmp/body;
-              proxy_temp_path \(directory)/tmp/proxy;
-              fastcgi_temp_path \(directory)/tmp/fastcgi;
-              uwsgi_temp_path \(directory)/tmp/uwsgi;
-              scgi_temp_path \(directory)/tmp/scgi;
+        let http = """
               server {
                 listen 127.0.0.1:\(self.tlsPort) ssl http2;
                 ssl_certificate \(directory)/server.pem;
@@ -97,17 +84,8 @@ final class NginxFixture {
                 }
               }
               \(extraServers(directory))
-            }
             """
-        let configPath = "\(directory)/nginx.conf"
-        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: nginx)
-        process.arguments = ["-p", directory, "-c", configPath, "-g", "daemon off;"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.process = process
+        self.process = try Self.start(nginx, in: directory, workerConnections: 256, accessLog: "off", http: http)
         let ports = [self.tlsPort, self.mutualTLSPort, self.wrongNamePort]
         guard eventually({ ports.allSatisfy(Self.accepts) }) else {
             let log = (try? String(contentsOfFile: self.file("error.log"), encoding: .utf8)) ?? ""
@@ -120,6 +98,49 @@ final class NginxFixture {
         self.process.terminate()
         self.process.waitUntilExit()
         try? FileManager.default.removeItem(at: self.directory)
+    }
+
+    /// The nginx binary Debian installs, if any.
+    static var executable: String? {
+        ["/usr/sbin/nginx", "/usr/bin/nginx"].first(where: FileManager.default.isExecutableFile)
+    }
+
+    /// Starts `nginx` in the foreground, all its files in `directory` (which holds a `tmp`
+    /// folder), one worker, with `http` as the body of its `http` block. nginx refuses to run
+    /// its worker as `nobody` when started by root without a `user` line, so root runs it as
+    /// root.
+    static func start(
+        _ nginx: String,
+        in directory: String,
+        workerConnections: Int,
+        accessLog: String,
+        http: String
+    ) throws -> Process {
+        let config = """
+            \(getuid() == 0 ? "user root;" : "")
+            worker_processes 1;
+            pid \(directory)/nginx.pid;
+            error_log \(directory)/error.log warn;
+            events { worker_connections \(workerConnections); }
+            http {
+              access_log \(accessLog);
+              client_body_temp_path \(directory)/tmp/body;
+              proxy_temp_path \(directory)/tmp/proxy;
+              fastcgi_temp_path \(directory)/tmp/fastcgi;
+              uwsgi_temp_path \(directory)/tmp/uwsgi;
+              scgi_temp_path \(directory)/tmp/scgi;
+            \(http)
+            }
+            """
+        let configPath = "\(directory)/nginx.conf"
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: nginx)
+        process.arguments = ["-p", directory, "-c", configPath, "-g", "daemon off;"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
     }
 
     static func makeCertificates(in directory: URL) throws {
