@@ -49,15 +49,7 @@ struct AuthlibInteropTests {
              "routes": [{"path_prefix": "/api", "upstream": "\(server.origin)/api", "provider": "authlib",
                          "allow_insecure_upstream": true}]}
             """
-        let configuration = TestProxy.configuration(json)
-        return try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engine: ForwardingFixture.engine,
-                logger: TestLogging.logger
-            )
-        )
+        return try TestProxy.forwarding(json)
     }
 
     private func get(_ proxy: TestProxy) throws -> TestClient.Response {

@@ -91,15 +91,7 @@ private final class BoundaryFixture {
                 "allow_insecure_upstream": true, "strip_prefix": false}
              ]}
             """
-        let configuration = TestProxy.configuration(json)
-        self.proxy = try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engine: ForwardingFixture.engine,
-                logger: TestLogging.logger
-            )
-        )
+        self.proxy = try TestProxy.forwarding(json)
     }
 
     func send(_ path: String) throws -> TestClient.Response {

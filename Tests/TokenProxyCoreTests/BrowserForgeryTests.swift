@@ -92,15 +92,7 @@ final class CredentialRouteFixture {
              "routes": [{"path_prefix": "/api", "upstream": "http://127.0.0.1:\(self.upstream.port)/base",
                          "provider": "svc", "allow_insecure_upstream": true}]}
             """
-        let configuration = TestProxy.configuration(json)
-        self.proxy = try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engine: ForwardingFixture.engine,
-                logger: TestLogging.logger
-            )
-        )
+        self.proxy = try TestProxy.forwarding(json)
     }
 
     /// Whether the upstream ever received the route's credential.

@@ -38,16 +38,7 @@ struct BrowserTests {
              "routes": [{"path_prefix": "/api", "upstream": "http://127.0.0.1:\(upstream.port)/base",
                          "provider": "svc", "allow_insecure_upstream": true}]}
             """
-        let configuration = TestProxy.configuration(json)
-        let proxy = try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engine: ForwardingFixture.engine,
-                logger: TestLogging.logger
-            ),
-            logger: logs.logger()
-        )
+        let proxy = try TestProxy.forwarding(json, logger: logs.logger())
         let devServer = try PageServer(pages: ["/attack.html": Self.attackPage(proxyPort: proxy.port)])
 
         _ = try HeadlessChromium.dumpDOM(of: "http://127.0.0.1:\(devServer.port)/attack.html")
@@ -86,15 +77,7 @@ struct BrowserTests {
              "routes": [{"path_prefix": "/app", "upstream": "http://127.0.0.1:\(upstream.port)/site",
                          "provider": "svc", "allow_insecure_upstream": true}]}
             """
-        let configuration = TestProxy.configuration(json)
-        let proxy = try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engine: ForwardingFixture.engine,
-                logger: TestLogging.logger
-            )
-        )
+        let proxy = try TestProxy.forwarding(json)
 
         let dom = try HeadlessChromium.dumpDOM(of: "http://127.0.0.1:\(proxy.port)/app/page.html")
 

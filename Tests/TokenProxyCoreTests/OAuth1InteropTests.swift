@@ -35,15 +35,7 @@ struct OAuth1InteropTests {
              "routes": [{"path_prefix": "/api", "upstream": "\(server.origin)/base", "provider": "legacy",
                          "allow_insecure_upstream": true}]}
             """
-        let configuration = TestProxy.configuration(json)
-        let proxy = try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engine: ForwardingFixture.engine,
-                logger: TestLogging.logger
-            )
-        )
+        let proxy = try TestProxy.forwarding(json)
         return (server, proxy, directory)
     }
 

@@ -22,15 +22,7 @@ struct RequireHeaderForwardingTests {
                {"path_prefix": "/open", "upstream": "\(origin)/base"}
              ]}
             """
-        let configuration = TestProxy.configuration(json)
-        let proxy = try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engine: ForwardingFixture.engine,
-                logger: TestLogging.logger
-            )
-        )
+        let proxy = try TestProxy.forwarding(json)
         let client = try proxy.client()
         let requests = [
             "GET /api/x HTTP/1.1\r\nHost: localhost\r\n\(name): \(Self.secret)\r\n\r\n",

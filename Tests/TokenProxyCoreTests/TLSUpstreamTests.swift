@@ -11,15 +11,7 @@ struct TLSUpstreamTests {
         let json = """
             {"providers": {"svc": {"grant": "static", "token": "tls-token-9"}}, "routes": [\(routes)]}
             """
-        let configuration = TestProxy.configuration(json)
-        return try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engine: ForwardingFixture.engine,
-                logger: TestLogging.logger
-            )
-        )
+        return try TestProxy.forwarding(json)
     }
 
     /// One route at `prefix` to nginx's `port` with the test's static provider, verified

@@ -22,15 +22,7 @@ final class RawUpstreamFixture {
              "routes": [{"name": "raw", "path_prefix": "/raw",
                          "upstream": "http://127.0.0.1:\(self.upstream.port)/base", "allow_insecure_upstream": true}]}
             """
-        let configuration = TestProxy.configuration(json)
-        self.proxy = try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engines: [ForwardingFixture.engine],
-                logger: TestLogging.logger
-            )
-        )
+        self.proxy = try TestProxy.forwarding(json)
     }
 
     func client() throws -> TestClient {
