@@ -19,7 +19,7 @@ COPY Sources ./Sources
 COPY Tests ./Tests
 COPY scripts/build-release.sh scripts/startup.order ./scripts/
 # scripts/build-release.sh is the one release build (static Swift runtime, lld with packed
-# relative relocations, the start-up code laid out together); docs/contributing/performance.md says why.
+# relative relocations, the start-up code laid out together); docs/performance.md says why.
 RUN install -D "$(scripts/build-release.sh .build)" /out/tokenproxy
 
 # Runtime stage: libcurl, hiredis, CA certificates and an unprivileged user; nothing else. Nothing is

@@ -15,7 +15,7 @@
 #   the code, in the order of scripts/startup.order (made by scripts/startup-order.sh). The
 #   kernel maps a program's code in blocks of 64 KiB around each page it touches; with those
 #   functions spread over 19 MiB of code, an idle proxy kept 9.4 MiB of it resident, laid
-#   out together about 6 MiB (docs/contributing/performance.md, "Resident memory at rest"). A name in the
+#   out together about 6 MiB (docs/performance.md, "Resident memory at rest"). A name in the
 #   file that the build no longer has is skipped, so an older file only places fewer
 #   functions.
 set -euo pipefail

@@ -58,7 +58,7 @@ struct ServeCommand: ParsableCommand {
         let engineCount =
             ProcessEnvironment.variables["TOKENPROXY_CURL_ENGINES"].flatMap { Int($0) } ?? CurlEngine.defaultCount
         // `TOKENPROXY_EVENT_LOOPS=1` runs the engines on event loops shared with the client
-        // connections instead (an opt-in measured in docs/contributing/performance.md).
+        // connections instead (an opt-in measured in docs/performance.md).
         let eventLoops = ProcessEnvironment.variables["TOKENPROXY_EVENT_LOOPS"] == "1"
         let service: ProxyService
         do {
