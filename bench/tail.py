@@ -9,7 +9,11 @@ bench/tail.sh (`PID FD LOCAL_PORT REMOTE_PORT ROLE` per socket), and follows eve
 - on an upstream connection: the proxy's write of a request, the upstream's first read of
   it, the upstream's first write back, the proxy's first read of the answer.
 
-Prints each leg's percentiles, and how the slowest 1 % split their time.
+Prints each leg's percentiles, and how the slowest 1 % split their time. When the client
+requests came over one connection (one at a time), each is matched with the upstream exchange
+made while the proxy held it, which splits the proxy's own time into the way out (client
+request read to upstream request written) and the way back (upstream answer read to client
+answer written).
 
     python3 bench/tail.py DESCRIPTORS < perf-script-output
     python3 bench/tail.py map PROXY_PORT UPSTREAM_PORT WRK_PID "PROXY_PIDS" "UPSTREAM_PIDS" > DESCRIPTORS
@@ -128,7 +132,7 @@ def follow(lines, sockets):
             steps.append(entered)
         elif role == sender[kind] and len(steps) == 3:
             steps.append(time)
-            done[kind].append(tuple(steps))
+            done[kind].append((*steps, port))
     return done
 
 
@@ -154,6 +158,24 @@ def report(kind, requests, legs):
         f"{name} {statistics.mean(r[last] - r[first] for r in slowest) * 1000:.2f}" for name, first, last in legs[1:]
     )
     print(f"  slowest 1 % ({len(slowest)}), mean ms: {split}")
+
+
+def split_one_connection(clients, upstreams):
+    """For requests made one at a time: each client request with the upstream exchange that
+    started while the proxy held it, as (proxy read, upstream write, upstream answer read,
+    proxy answer)."""
+    if not clients or len({r[4] for r in clients}) != 1:
+        return []
+    starts = sorted(upstreams)
+    matched = []
+    index = 0
+    for request in sorted(clients):
+        while index < len(starts) and starts[index][0] < request[1]:
+            index += 1
+        if index < len(starts) and starts[index][3] <= request[2]:
+            exchange = starts[index]
+            matched.append((request[1], exchange[0], exchange[3], request[2], 0))
+    return matched
 
 
 def main():
@@ -182,6 +204,15 @@ def main():
             ("upstream answer to proxy read", 2, 3),
         ],
     )
+    matched = split_one_connection(done["client"], done["upstream"])
+    if matched:
+        print(f"one client connection: {len(matched)} requests matched with their upstream exchange, ms")
+        for name, first, last in [
+            ("proxy read to upstream write", 0, 1),
+            ("upstream write to upstream answer read", 1, 2),
+            ("upstream answer read to proxy answer", 2, 3),
+        ]:
+            print(f"  {name:38s} {percentiles([r[last] - r[first] for r in matched])}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 # Tracing slows every process a little; its p99 is printed beside the untraced one.
 #
 #   bench/tail.sh                                  # DURATION=8, TRACE=2, ROUNDS=2
+#   CONNECTIONS=1 bench/tail.sh                    # where one connection's time goes
 #   TOKENPROXY=path/to/tokenproxy bench/tail.sh    # a build of your own
 #
 # Needs perf (Debian: linux-perf) and the right to trace system calls (root, or
@@ -22,6 +23,9 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-8}
 TRACE=${TRACE:-2}
 ROUNDS=${ROUNDS:-2}
+CONNECTIONS=${CONNECTIONS:-64}
+THREADS=2
+[ "$CONNECTIONS" -lt 2 ] && THREADS=1
 BASE_PORT=${BASE_PORT:-18700}
 UPSTREAM_PORT=$BASE_PORT
 declare -A PORT=([nginx]=$((BASE_PORT + 1)) [tokenproxy]=$((BASE_PORT + 2)))
@@ -68,8 +72,8 @@ for round in $(seq "$ROUNDS"); do
     for proxy in "${PROXIES[@]}"; do
         url="http://127.0.0.1:${PORT[$proxy]}/1k"
         echo "== $proxy, round $round of $ROUNDS"
-        echo "untraced: $(wrk --latency -t2 -c64 -d"${DURATION}s" "$url" | latency)"
-        wrk --latency -t2 -c64 -d"${DURATION}s" "$url" > "$work/wrk.out" &
+        echo "untraced: $(wrk --latency -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" "$url" | latency)"
+        wrk --latency -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" "$url" > "$work/wrk.out" &
         wrk_pid=$!
         sleep $(((DURATION - TRACE) / 2))
         proxy_pids="${PID[$proxy]} $( (pgrep -P "${PID[$proxy]}" || true) | tr "\n" " ")"
