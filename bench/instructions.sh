@@ -3,7 +3,9 @@
 # callgrind rather than timed, so that a change can be judged on a noisy machine: the same
 # binary gives nearly the same figures run after run. tokenproxy runs under callgrind in
 # front of a local HTTPS nginx (as in bench/compare.sh), with a static provider and no access
-# log; WARMUP requests fill its pools and caches, the counters are zeroed, REQUESTS more go
+# log; WARMUP requests fill its pools and caches and open its upstream connections (one
+# opened during the measurement adds a TLS handshake, about 7,000 instructions a request in
+# OpenSSL and libc, to the figures), the counters are zeroed, REQUESTS more go
 # out over CLIENTS kept-alive connections (one 1 KiB GET at a time on each), and the counters
 # are dumped. Prints the instructions per request, in all and by object (tokenproxy's binary,
 # the Swift runtime, libdispatch, libcurl, libc, OpenSSL, ...), and the calls per request to
@@ -11,7 +13,7 @@
 # swift_allocObject (the class instances, closure contexts, array and string storage Swift
 # allocates). The kernel is not counted.
 #
-#   bench/instructions.sh BINARY                      # WARMUP=200 REQUESTS=2000 CLIENTS=4
+#   bench/instructions.sh BINARY                      # WARMUP=1000 REQUESTS=2000 CLIENTS=4
 #   REQUESTS=4000 bench/instructions.sh BINARY
 #
 # It builds nothing; a release build is enough, e.g.
@@ -26,7 +28,7 @@ if [ $# -ne 1 ] || [ ! -x "$1" ]; then
     exit 2
 fi
 BINARY=$(realpath "$1")
-WARMUP=${WARMUP:-200}
+WARMUP=${WARMUP:-1000}
 REQUESTS=${REQUESTS:-2000}
 CLIENTS=${CLIENTS:-4}
 UPSTREAM_PORT=${UPSTREAM_PORT:-18643}
@@ -151,6 +153,8 @@ for line in open(sys.argv[1]):
 count = int(sys.argv[2])
 total = sum(by_object.values())
 print(f"{count} requests: {total / count:,.0f} instructions per request")
+own = sum(cost for obj, cost in by_object.items() if re.search(r"tokenproxy$|libswift|libdispatch|libBlocksRuntime", obj))
+print(f"  tokenproxy's own code, Swift runtime and libdispatch: {own / count:,.0f}")
 for obj, cost in by_object.most_common():
     if cost / count >= 100:
         print(f"  {os.path.basename(obj):<28} {cost / count:>9,.0f}")
