@@ -9,7 +9,8 @@
 # out over CLIENTS kept-alive connections (one 1 KiB GET at a time on each), and the counters
 # are dumped. Prints the instructions per request, in all and by object (tokenproxy's binary,
 # the Swift runtime, libdispatch, libcurl, libc, OpenSSL, ...), and the calls per request to
-# malloc (every allocation of the process, libcurl's and OpenSSL's included) and to
+# malloc (every allocation of the process, libcurl's and OpenSSL's included; calloc and
+# realloc beside it) and to
 # swift_allocObject (the class instances, closure contexts, array and string storage Swift
 # allocates). The kernel is not counted.
 #
@@ -158,6 +159,7 @@ print(f"  tokenproxy's own code, Swift runtime and libdispatch: {own / count:,.0
 for obj, cost in by_object.most_common():
     if cost / count >= 100:
         print(f"  {os.path.basename(obj):<28} {cost / count:>9,.0f}")
-print(f"malloc calls per request: {calls['malloc'] / count:.1f}")
+print(f"malloc calls per request: {calls['malloc'] / count:.1f} (besides: calloc {calls['calloc'] / count:.1f}, "
+      f"realloc {calls['realloc'] / count:.1f})")
 print(f"swift_allocObject calls per request: {calls['swift_allocObject'] / count:.1f}")
 PY
