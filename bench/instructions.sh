@@ -70,9 +70,9 @@ for _ in $(seq 600); do
 done
 kill -0 "$proxy" 2>/dev/null || { cat "$work/valgrind.log" >&2; exit 1; }
 
-# CLIENTS connections, each sending its share of $1 GETs of /1k one after the other.
+# $2 connections, each sending its share of $1 GETs of /1k one after the other.
 requests() {
-    python3 - "$PROXY_PORT" "$1" "$CLIENTS" <<'PY'
+    python3 - "$PROXY_PORT" "$1" "$2" <<'PY'
 import http.client
 import sys
 import threading
@@ -101,9 +101,11 @@ if failures:
 PY
 }
 
-requests "$WARMUP"
+# Twice as many connections while warming up, so that the upstream connections the counted
+# requests need are open.
+requests "$WARMUP" $((CLIENTS * 2))
 callgrind_control --zero "$proxy" >/dev/null 2>&1
-requests "$REQUESTS"
+requests "$REQUESTS" "$CLIENTS"
 callgrind_control --dump "$proxy" >/dev/null 2>&1
 dump=$(ls "$work"/callgrind.out.* | head -n 1)
 [ -n "${keep:-}" ] && cp "$dump" "$keep/" && echo "callgrind file: $keep/$(basename "$dump")"
