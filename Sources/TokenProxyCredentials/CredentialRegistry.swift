@@ -29,6 +29,24 @@ package final class CredentialRegistry: Sendable {
             self.formatter = formatter
             self.configuration = configuration
         }
+
+        /// The header last made, with the token it was made from: a static token, or a
+        /// cached one until it is renewed, brings the same header to every request, which is
+        /// then formatted and checked once rather than per request.
+        private let lastHeader = Mutex<(token: String, header: CredentialHeader)?>(nil)
+
+        /// The header carrying `token`, as ``CredentialFormatter/header(for:provider:)``
+        /// makes it.
+        package func header(for token: AccessToken) -> Result<CredentialHeader, ProxyError> {
+            if let last = self.lastHeader.withLock({ $0 }), last.token == token.value {
+                return .success(last.header)
+            }
+            let result = self.formatter.header(for: token, provider: self.configuration.name)
+            if case .success(let header) = result {
+                self.lastHeader.withLock { $0 = (token.value, header) }
+            }
+            return result
+        }
     }
 
     private let entries: Mutex<[String: Entry]>

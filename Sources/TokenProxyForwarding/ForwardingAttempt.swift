@@ -206,7 +206,7 @@ final class ForwardingAttempt {
         if let authorizer = entry.requestAuthorizer {
             return authorizer.authorization(method: exchange.head.method, url: self.url, formBody: self.formBody)
         }
-        return entry.formatter.header(for: token, provider: entry.configuration.name)
+        return entry.header(for: token)
     }
 }
 

@@ -33,11 +33,20 @@ package struct Router: Sendable {
         }
     }
 
-    private struct Entry: Sendable {
-        var route: RouteConfiguration
+    /// A route with its prefix and host made ready for matching. A class, so that looking
+    /// through the routes for a request takes a reference to each rather than a copy of its
+    /// whole configuration.
+    private final class Entry: Sendable {
+        let route: RouteConfiguration
         /// The prefix without a trailing slash; empty for the root prefix `/`.
-        var prefix: String
-        var host: String?
+        let prefix: String
+        let host: String?
+
+        init(route: RouteConfiguration, prefix: String, host: String?) {
+            self.route = route
+            self.prefix = prefix
+            self.host = host
+        }
     }
 
     private let entries: [Entry]

@@ -83,7 +83,7 @@ final class TunnelAttempt {
             if let authorizer = entry.requestAuthorizer {
                 return authorizer.authorization(method: self.exchange.head.method, url: self.url, formBody: nil)
             }
-            return entry.formatter.header(for: token, provider: entry.configuration.name)
+            return entry.header(for: token)
         }
         switch header {
         case .success(let header):

@@ -40,13 +40,16 @@ enum UpstreamRequestBuilder {
         var named = head.headers.tokens("Connection")
         named += route.removeHeaders
         named += match.withheldHeaders
-        let credentialHeader = credential?.name ?? "Authorization"
+        // The credential header is matched on its own rather than appended to `named`, which
+        // would copy that list for every request.
+        var credentialHeader: String?
         if route.provider != nil, route.incomingAuthorization == .replace || credential != nil {
-            named.append(credentialHeader)
+            credentialHeader = credential?.name ?? "Authorization"
         }
         headers.removeAll { name in
             UpstreamRequest.hopByHop.contains(name) || Self.forwarded.contains(name)
                 || Self.pathOverrides.contains(name)
+                || credentialHeader.map { HTTPHeaders.name(name, equals: $0) } == true
                 || named.contains { HTTPHeaders.name(name, equals: $0) }
         }
 

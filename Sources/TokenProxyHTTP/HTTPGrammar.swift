@@ -19,7 +19,7 @@ package enum HTTPGrammar {
     package static func isToken(_ bytes: some Sequence<UInt8>) -> Bool {
         // Contiguous bytes (a native String's UTF-8, a buffer) take the fast path: this runs
         // for every header field in both directions.
-        if let result = bytes.withContiguousStorageIfAvailable(Self.isToken(buffer:)) {
+        if let result = bytes.withContiguousStorageIfAvailable({ Self.isToken($0) }) {
             return result
         }
         var empty = true
@@ -30,9 +30,25 @@ package enum HTTPGrammar {
         return !empty
     }
 
-    private static func isToken(buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+    // The buffer forms below are what the header checks of both directions pass. Being
+    // concrete, they are chosen over the generic form from other modules too, where a call to
+    // the generic one would not be specialized and would look up type metadata for every field.
+
+    /// Whether `buffer` is a non-empty token.
+    package static func isToken(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
         !buffer.isEmpty
             && Self.tokenCharacters.withUnsafeBufferPointer { table in buffer.allSatisfy { table[Int($0)] } }
+    }
+
+    /// Whether `bytes` is a non-empty token.
+    package static func isToken(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        !bytes.isEmpty
+            && Self.tokenCharacters.withUnsafeBufferPointer { table in bytes.allSatisfy { table[Int($0)] } }
+    }
+
+    /// Whether `bytes` is a non-empty token.
+    package static func isToken(_ bytes: Slice<UnsafeRawBufferPointer>) -> Bool {
+        Self.isToken(UnsafeRawBufferPointer(rebasing: bytes))
     }
 
     /// Whether `name` is a valid field name.
@@ -43,10 +59,25 @@ package enum HTTPGrammar {
     /// Whether `value` may be sent as a field value: no CR, LF, NUL or other control
     /// character except HTAB (RFC 9110 §5.5).
     package static func isValidFieldValue(_ value: some Sequence<UInt8>) -> Bool {
-        if let result = value.withContiguousStorageIfAvailable({ $0.allSatisfy(Self.isFieldValueByte) }) {
+        if let result = value.withContiguousStorageIfAvailable({ Self.isValidFieldValue($0) }) {
             return result
         }
         return value.allSatisfy(Self.isFieldValueByte)
+    }
+
+    /// Whether `value` may be sent as a field value (RFC 9110 §5.5).
+    package static func isValidFieldValue(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
+        value.allSatisfy(Self.isFieldValueByte)
+    }
+
+    /// Whether `value` may be sent as a field value (RFC 9110 §5.5).
+    package static func isValidFieldValue(_ value: UnsafeRawBufferPointer) -> Bool {
+        value.allSatisfy(Self.isFieldValueByte)
+    }
+
+    /// Whether `value` may be sent as a field value (RFC 9110 §5.5).
+    package static func isValidFieldValue(_ value: Slice<UnsafeRawBufferPointer>) -> Bool {
+        Self.isValidFieldValue(UnsafeRawBufferPointer(rebasing: value))
     }
 
     private static func isFieldValueByte(_ byte: UInt8) -> Bool {

@@ -164,25 +164,14 @@ package struct CurlRequestSetup {
     /// its own blanked.
     private func headerList() -> UnsafeMutablePointer<curl_slist>? {
         var list: UnsafeMutablePointer<curl_slist>?
-        var line: [UInt8] = []
-        line.reserveCapacity(256)
         self.request.headers.forEachField { name, value in
             // Names and values were checked by the parser; check again at the boundary, since
             // a CR, LF or NUL here would split the upstream request.
             guard HTTPGrammar.isToken(name), HTTPGrammar.isValidFieldValue(value) else { return }
-            // "Name:" would tell libcurl to drop the field; "Name;" sends it empty.
-            line.removeAll(keepingCapacity: true)
-            line.append(contentsOf: name)
-            if value.isEmpty {
-                line.append(UInt8(ascii: ";"))
-            } else {
-                line.append(UInt8(ascii: ":"))
-                line.append(UInt8(ascii: " "))
-                line.append(contentsOf: value)
-            }
-            line.append(0)
-            list = line.withUnsafeBufferPointer { bytes in
-                bytes.withMemoryRebound(to: CChar.self) { curl_slist_append(list, $0.baseAddress) }
+            // The line is laid out in scratch memory (on the stack unless it is large), since
+            // libcurl copies it.
+            withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + value.count + 3) { line in
+                list = curl_slist_append(list, Self.fieldLine(name: name, value: value, into: line))
             }
         }
         // Headers libcurl would add on its own: the client decides, not the proxy.
@@ -191,6 +180,30 @@ package struct CurlRequestSetup {
             list = curl_slist_append(list, "Accept:")
         }
         return list
+    }
+
+    /// Writes `Name: value` into `line`, NUL-terminated, and returns its start. "Name:" would
+    /// tell libcurl to drop the field; an empty value is written "Name;", which sends it empty.
+    private static func fieldLine(
+        name: UnsafeBufferPointer<UInt8>,
+        value: UnsafeBufferPointer<UInt8>,
+        into line: UnsafeMutableBufferPointer<CChar>
+    ) -> UnsafeMutablePointer<CChar>? {
+        let bytes = UnsafeMutableRawBufferPointer(line)
+        var end = name.count
+        bytes.copyMemory(from: UnsafeRawBufferPointer(name))
+        if value.isEmpty {
+            bytes[end] = UInt8(ascii: ";")
+            end += 1
+        } else {
+            bytes[end] = UInt8(ascii: ":")
+            bytes[end + 1] = UInt8(ascii: " ")
+            end += 2
+            UnsafeMutableRawBufferPointer(rebasing: bytes[end...]).copyMemory(from: UnsafeRawBufferPointer(value))
+            end += value.count
+        }
+        bytes[end] = 0
+        return line.baseAddress
     }
 
     /// `seconds` as whole milliseconds for libcurl, at least 1 (0 would mean "no timeout").

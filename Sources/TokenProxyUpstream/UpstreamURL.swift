@@ -5,8 +5,9 @@ import CCurl
 /// from the route's `upstream`, so a path like `/@evil/x` or `//evil/x` stays a path.
 package struct UpstreamURL: Sendable, Equatable {
     /// The route's upstream split into parts, parsed once when the route is set up; the
-    /// parts are constants, so the origin made from them stays true.
-    package struct Base: Sendable, Equatable {
+    /// parts are constants, so the origin made from them stays true. A class, so that each
+    /// request taking its route's base holds one reference rather than a copy of its strings.
+    package final class Base: Sendable, Equatable {
         /// `https` or `http`.
         package let scheme: String
         /// The host, as libcurl normalized it.
@@ -36,6 +37,12 @@ package struct UpstreamURL: Sendable, Equatable {
             } else {
                 self.origin = "\(scheme)://\(host)"
             }
+        }
+
+        /// Bases are equal when their parts are (the origin is made from them).
+        package static func == (lhs: Base, rhs: Base) -> Bool {
+            lhs.scheme == rhs.scheme && lhs.host == rhs.host && lhs.port == rhs.port && lhs.path == rhs.path
+                && lhs.query == rhs.query && lhs.url == rhs.url
         }
     }
 

@@ -2,8 +2,10 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import TokenProxyConfiguration
 @testable import TokenProxyCredentials
 @testable import TokenProxySupport
+@testable import TokenProxyUpstream
 
 /// A temporary directory with small executable scripts for `command` providers.
 final class ScriptDirectory {
@@ -204,6 +206,32 @@ struct CredentialSourceTests {
         }
         #expect(!error.message.contains("abc"))
         #expect(try formatter.header(for: AccessToken(value: "t0k"), provider: "p").get().value == "Bearer t0k")
+    }
+
+    /// A provider's entry keeps the header it made last: a renewed token must still bring its
+    /// own header, and a refused token must never be served from the one before.
+    @Test func anEntryMakesANewHeaderWhenTheTokenChanges() throws {
+        let registry = CredentialRegistry(
+            configuration: TestProxy.configuration(
+                """
+                {"providers": {"app": {"grant": "static", "token": "unused", "header": "X-Key", "format": "K {token}"}},
+                 "routes": []}
+                """
+            ),
+            fetcher: UpstreamFetcher(engine: ForwardingFixture.engine),
+            store: MemoryTokenStore(),
+            logger: TestLogging.logger
+        )
+        let entry = try #require(registry.entry("app"))
+        let first = try entry.header(for: AccessToken(value: "one")).get()
+        #expect(first == CredentialHeader(name: "X-Key", value: "K one"))
+        #expect(try entry.header(for: AccessToken(value: "one")).get() == first)
+        #expect(try entry.header(for: AccessToken(value: "two")).get().value == "K two")
+        guard case .failure = entry.header(for: AccessToken(value: "tw\r\no")) else {
+            Issue.record("a token with CRLF was formatted")
+            return
+        }
+        #expect(try entry.header(for: AccessToken(value: "one")).get().value == "K one")
     }
 }
 
