@@ -22,7 +22,8 @@ bench_cleanup() {
 bench_ticks() {
     local total=0 pid
     for pid in "$1" $(pgrep -P "$1" || true); do
-        total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
+        # A process that has exited meanwhile counts nothing.
+        total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
     done
     echo "$total"
 }

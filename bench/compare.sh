@@ -142,11 +142,15 @@ def seconds(text):
 rows = {}
 for line in open(sys.argv[1]):
     side, round_, connections, rps, p50, p99, failed, ticks, requests = line.rstrip("\n").split("\t")
-    cpu = int(ticks) / int(sys.argv[3]) * 1e6 / max(1, int(requests))
+    # A measurement that served nothing has no CPU time per request.
+    cpu = int(ticks) / int(sys.argv[3]) * 1e6 / int(requests) if requests.isdigit() and int(requests) > 0 else None
     rows.setdefault((side, int(connections)), []).append((float(rps), seconds(p50), seconds(p99), int(failed), cpu))
 
-def summary(values, scale, unit):
-    return f"{statistics.median(values) * scale:.{0 if unit == '' else 3}f}{unit} ({min(values) * scale:.{0 if unit == '' else 3}f}-{max(values) * scale:.{0 if unit == '' else 3}f})"
+def summary(values, scale, unit, decimals):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "none"
+    return f"{statistics.median(values) * scale:.{decimals}f}{unit} ({min(values) * scale:.{decimals}f}-{max(values) * scale:.{decimals}f})"
 
 counts = sorted({connections for _, connections in rows}, reverse=True)
 print(f"{sys.argv[2]} s per measurement, {len(rows[('old', counts[0])])} rounds; median (min-max)")
@@ -154,12 +158,14 @@ for connections in counts:
     print(f"c={connections}")
     for side in ("old", "new"):
         runs = rows[(side, connections)]
-        print(f"  {side}: req/s {summary([r[0] for r in runs], 1, '')}, p50 {summary([r[1] for r in runs], 1e3, ' ms')}, "
-              f"p99 {summary([r[2] for r in runs], 1e3, ' ms')}, CPU {summary([r[4] for r in runs], 1, '')} us/request, "
+        print(f"  {side}: req/s {summary([r[0] for r in runs], 1, '', 0)}, p50 {summary([r[1] for r in runs], 1e3, ' ms', 3)}, "
+              f"p99 {summary([r[2] for r in runs], 1e3, ' ms', 3)}, CPU {summary([r[4] for r in runs], 1, '', 1)} us/request, "
               f"failed {sum(r[3] for r in runs)}")
     old, new = rows[("old", connections)], rows[("new", connections)]
-    ratios = sorted(n[0] / o[0] for o, n in zip(old, new))
-    print(f"  new/old req/s per round: {', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}")
-    cpu = sorted(n[4] / o[4] for o, n in zip(old, new))
-    print(f"  new/old CPU per request per round: {', '.join(f'{r:.2f}' for r in cpu)}; median {statistics.median(cpu):.2f}")
+    ratios = sorted(n[0] / o[0] for o, n in zip(old, new) if o[0] > 0)
+    if ratios:
+        print(f"  new/old req/s per round: {', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}")
+    cpu = sorted(n[4] / o[4] for o, n in zip(old, new) if o[4] and n[4] is not None)
+    if cpu:
+        print(f"  new/old CPU per request per round: {', '.join(f'{r:.2f}' for r in cpu)}; median {statistics.median(cpu):.2f}")
 PY

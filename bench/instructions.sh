@@ -37,8 +37,8 @@ CLIENTS=${CLIENTS:-4}
 UPSTREAM_PORT=${UPSTREAM_PORT:-18643}
 PROXY_PORT=${PROXY_PORT:-18281}
 
-for tool in valgrind callgrind_control strip cc openssl python3; do
-    command -v "$tool" >/dev/null || { echo "$tool is needed (apt-get install valgrind openssl python3)" >&2; exit 2; }
+for tool in valgrind callgrind_control strip cc nginx openssl python3; do
+    command -v "$tool" >/dev/null || { echo "$tool is needed (apt-get install valgrind nginx-light openssl python3)" >&2; exit 2; }
 done
 
 # shellcheck source=bench/common.sh
@@ -106,11 +106,12 @@ PY
 # Twice as many connections while warming up, so that the upstream connections the counted
 # requests need are open.
 requests "$WARMUP" $((CLIENTS * 2))
-callgrind_control --zero "$proxy" >/dev/null 2>&1
+callgrind_control --zero "$proxy" >/dev/null 2>&1 || { echo "callgrind_control --zero failed" >&2; exit 1; }
 requests "$REQUESTS" "$CLIENTS"
-callgrind_control --dump "$proxy" >/dev/null 2>&1
+callgrind_control --dump "$proxy" >/dev/null 2>&1 || { echo "callgrind_control --dump failed" >&2; exit 1; }
 dumps=("$work"/callgrind.out.*)
 dump=${dumps[0]}
+[ -f "$dump" ] || { echo "callgrind wrote no profile" >&2; exit 1; }
 [ -n "${keep:-}" ] && cp "$dump" "$keep/" && echo "callgrind file: $keep/$(basename "$dump")"
 
 # Self cost of each function, summed by object; calls to malloc and swift_allocObject from

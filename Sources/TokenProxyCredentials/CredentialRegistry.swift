@@ -38,7 +38,8 @@ package final class CredentialRegistry: Sendable {
         /// The header carrying `token`, as ``CredentialFormatter/header(for:provider:)``
         /// makes it.
         package func header(for token: AccessToken) -> Result<CredentialHeader, ProxyError> {
-            if let last = self.lastHeader.withLock({ $0 }), last.token == token.value {
+            // Bytes, not String ==, which calls canonically equivalent tokens equal.
+            if let last = self.lastHeader.withLock({ $0 }), last.token.utf8.elementsEqual(token.value.utf8) {
                 return .success(last.header)
             }
             let result = self.formatter.header(for: token, provider: self.configuration.name)

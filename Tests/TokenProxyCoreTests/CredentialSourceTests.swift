@@ -232,6 +232,12 @@ struct CredentialSourceTests {
             return
         }
         #expect(try entry.header(for: AccessToken(value: "one")).get().value == "K one")
+        // Tokens that Swift's String == calls equal (canonically equivalent) but whose bytes
+        // differ: the header carries the bytes of the token it is asked for.
+        let composed = try entry.header(for: AccessToken(value: "caf\u{E9}")).get()
+        let decomposed = try entry.header(for: AccessToken(value: "cafe\u{301}")).get()
+        #expect(Array(composed.value.utf8) == Array("K caf\u{E9}".utf8))
+        #expect(Array(decomposed.value.utf8) == Array("K cafe\u{301}".utf8))
     }
 }
 

@@ -22,6 +22,23 @@ struct ForwardingTests {
         #expect(seen.headers.first("X-Forwarded-Host") == "localhost")
     }
 
+    @Test func emptyAndLongFieldValuesArriveAsSent() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        // A value longer than the header lines usually are, so that the line handed to libcurl
+        // is laid out past any small fixed size; an empty value, which libcurl would drop if
+        // it were written "X-Empty:".
+        let long = String((0..<6000).map { Character(UnicodeScalar(UInt8(0x41 + $0 % 26))) })
+        try client.send(
+            "GET /api/echo HTTP/1.1\r\nHost: localhost\r\nX-Empty: \r\nX-Long: \(long)\r\nX-Tab: a\tb\r\n\r\n"
+        )
+        #expect(try client.readResponse().status == 200)
+        let seen = try #require(fixture.upstream.requests.last)
+        #expect(seen.headers.first("X-Empty") == "")
+        #expect(seen.headers.first("X-Long") == long)
+        #expect(seen.headers.first("X-Tab") == "a\tb")
+    }
+
     @Test func headGetsTheLengthButNoBody() throws {
         let fixture = try ForwardingFixture()
         let client = try fixture.client()
