@@ -18,7 +18,7 @@ import TokenProxySupport
 /// An engine can instead run on an ``EventLoop`` (``init(loop:)``, through a
 /// ``CurlEventLoop``): there it is driven by `curl_multi_socket_action`, and client
 /// connections whose queue is the loop's get their answers without a hand-off.
-/// `docs/performance.md` ("Designs measured") gives what that measured.
+/// `docs/performance.md` ("One event loop per processor") gives what that measured.
 ///
 /// `@unchecked Sendable`: the multi handle and `transfers` are touched only on the event
 /// thread (or the loop's queue); the inbox is behind its mutex; writing the eventfd is
