@@ -86,15 +86,6 @@ final class FakeRedisPeer: Sendable {
 
     /// Sends all of `bytes`; false once the client is gone.
     private func send(_ bytes: [UInt8], on connection: Int32) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes {
-                Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-            }
-            guard written > 0 else { return false }
-            offset += written
-            self.counters.withLock { $0.sent += written }
-        }
-        return true
+        LoopbackSocket.sendAll(connection, bytes) { written in self.counters.withLock { $0.sent += written } }
     }
 }

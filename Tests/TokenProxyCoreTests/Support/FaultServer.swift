@@ -236,15 +236,7 @@ private final class FaultServerCore: Sendable {
 
     /// Sends every byte; false when the connection broke.
     private static func send(_ client: Int32, _ bytes: [UInt8]) -> Bool {
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes {
-                Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-            }
-            guard count > 0 else { return false }
-            sent += count
-        }
-        return true
+        LoopbackSocket.sendAll(client, bytes)
     }
 
     /// Ends the sending side and lets the client read all before the socket closes (unread

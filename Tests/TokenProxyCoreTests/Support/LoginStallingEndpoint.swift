@@ -80,14 +80,7 @@ final class LoginStallingEndpoint: @unchecked Sendable {
     }
 
     private static func send(_ client: Int32, _ bytes: [UInt8]) {
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes {
-                Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-            }
-            guard count > 0 else { return }
-            sent += count
-        }
+        LoopbackSocket.sendAll(client, bytes)
     }
 
     deinit {

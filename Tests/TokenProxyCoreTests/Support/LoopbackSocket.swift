@@ -28,6 +28,22 @@ enum LoopbackSocket {
         return (descriptor, UInt16(bigEndian: address.sin_port))
     }
 
+    /// Sends every byte of `bytes` on `descriptor` (no SIGPIPE when the peer has gone),
+    /// telling `progress` each count written; false once the connection broke.
+    @discardableResult
+    static func sendAll(_ descriptor: Int32, _ bytes: [UInt8], progress: (Int) -> Void = { _ in }) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes {
+                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            guard count > 0 else { return false }
+            sent += count
+            progress(count)
+        }
+        return true
+    }
+
     /// A port that was free a moment ago (bound, then released).
     static func freePort() throws -> UInt16 {
         let (descriptor, port) = try Self.listening(backlog: 1)

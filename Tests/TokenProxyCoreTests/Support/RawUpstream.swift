@@ -45,12 +45,7 @@ final class RawUpstream: @unchecked Sendable {
             request += chunk[..<count]
         }
         let bytes = answer(String(decoding: request, as: UTF8.self))
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { return }
-            sent += count
-        }
+        guard LoopbackSocket.sendAll(client, bytes) else { return }
         // Let the proxy read everything before the connection ends.
         shutdown(client, Int32(SHUT_WR))
         var timeout = timeval(tv_sec: 1, tv_usec: 0)

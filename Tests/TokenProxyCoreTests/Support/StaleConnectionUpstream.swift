@@ -143,13 +143,7 @@ final class StaleConnectionUpstream: Sendable {
     }
 
     private static func sendAll(_ client: Int32, _ bytes: [UInt8]) -> Bool {
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { return false }
-            sent += count
-        }
-        return true
+        LoopbackSocket.sendAll(client, bytes)
     }
 
     deinit {

@@ -103,13 +103,8 @@ final class TestClient {
 
     /// Sends every byte.
     func send(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes {
-                Glibc.send(self.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-            }
-            guard sent > 0 else { throw Failure(description: "send: errno \(errno)") }
-            offset += sent
+        guard LoopbackSocket.sendAll(self.descriptor, bytes) else {
+            throw Failure(description: "send: errno \(errno)")
         }
     }
 
