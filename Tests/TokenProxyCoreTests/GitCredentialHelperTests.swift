@@ -76,6 +76,48 @@ import TokenProxyConfiguration
         #expect(matcher.provider(for: GitCredentialRequest(attributes: attributes)) == expected)
     }
 
+    /// Host strings that a URL parser would reduce to a route's host (dropping user-info,
+    /// decoding percent-escapes, cutting at a path) are not that host: no token.
+    @Test(arguments: [
+        "evil.com@git.example.com", "x:y@git.example.com", "evil.com\\@git.example.com", "git.example.com:443/evil",
+        "git.example.com/evil", "git%2Eexample.com", "%67it.example.com", "git.example.com:443@evil.com",
+        "git.example.com ", " git.example.com", "git.example.com\t", "git.example.com:", "git.example.com:0",
+        "git.example.com:65536", "git.example.com:+443", "git.example.com:0x1bb", "git.example.com:443:443",
+        "git.example.com#", "git.example.com?", "[::1]", "[::1%25lo]:9000", "[::1]x:9000", "[::1]:9000/x", "",
+        "git.ex\u{00E4}mple.com", "git.example.com\u{2024}", "[]:9000", "[git.example.com]", "git.example.com:00443",
+    ])
+    func hostileHostsMatchNothing(host: String) {
+        let matcher = GitCredentialMatcher(routes: Self.routes)
+        for path: String? in [nil, "team/repo.git", "x/y.git"] {
+            var attributes = ["protocol": "https", "host": host]
+            attributes["path"] = path
+            #expect(matcher.provider(for: GitCredentialRequest(attributes: attributes)) == nil, "\(host) \(path ?? "-")")
+        }
+    }
+
+    /// A path that the server may resolve into another route's repository matches nothing,
+    /// not even the host-wide route.
+    @Test(arguments: [
+        "team-a/../team/repo.git", "team/../other/repo.git", "team/./repo.git", "./team/repo.git", "team/%2e%2e/x.git",
+        "team/%2E./x.git", "team/.%2e/x.git", "team/%2e/x.git", "team%2frepo.git", "team%2Frepo.git", "team%5crepo.git",
+        "team\\..\\other.git", "team/repo.git\n", "team/\u{7F}/repo.git",
+    ])
+    func hostilePathsMatchNothing(path: String) {
+        let matcher = GitCredentialMatcher(routes: Self.routes)
+        let request = GitCredentialRequest(attributes: ["protocol": "https", "host": "git.example.com", "path": path])
+        #expect(matcher.provider(for: request) == nil)
+    }
+
+    /// The literal forms git writes still match, in any case and with the default port.
+    @Test(arguments: [
+        ("GIT.Example.COM", "host"), ("git.example.com:443", "host"), ("git.example.com:8443", "port"),
+        ("[::1]:9000", "v6"), ("[0:0:0:0:0:0:0:1]:9000", nil),
+    ] as [(String, String?)])
+    func literalHostsMatch(host: String, expected: String?) {
+        let matcher = GitCredentialMatcher(routes: Self.routes)
+        #expect(matcher.provider(for: GitCredentialRequest(attributes: ["protocol": "https", "host": host])) == expected)
+    }
+
     @Test func noProtocolOrHostMatchesNothing() {
         let matcher = GitCredentialMatcher(routes: Self.routes)
         #expect(matcher.provider(for: GitCredentialRequest(attributes: ["host": "git.example.com"])) == nil)

@@ -7,6 +7,12 @@ import TokenProxyConfiguration
 /// path is a prefix of it at a segment boundary. Of those, the longest upstream path wins
 /// when git sent a path and the shortest when it did not, then file order. Routes without a
 /// provider never match.
+///
+/// git's attributes are compared literally, never re-read as parts of a URL: a `host` is
+/// `name[:port]` or `[v6][:port]` and nothing else (no user-info, no percent-encoding, no
+/// path), and a `path` with a dot segment or an encoded separator matches nothing. A string
+/// that a URL parser would reduce to a route's host (`evil@good.example`, `%67ood.example`)
+/// is not that host, so it gets no token (``GitHost``).
 package struct GitCredentialMatcher: Sendable {
     /// One route's upstream, reduced to what git can compare.
     struct Candidate: Sendable, Equatable {
@@ -37,9 +43,14 @@ package struct GitCredentialMatcher: Sendable {
 
     /// The provider for `request`, or nil when no route matches (git then asks its next helper).
     package func provider(for request: GitCredentialRequest) -> String? {
-        guard let scheme = request.scheme?.lowercased(), let host = request.host else { return nil }
-        let authority = Self.authority(gitHost: host, scheme: scheme)
-        let pathSegments = request.path.map { $0.split(separator: "/") }
+        guard let scheme = request.scheme?.lowercased(), let host = request.host,
+            let authority = GitHost.authority(host, defaultPort: Self.defaultPort(scheme))
+        else { return nil }
+        var pathSegments: [Substring]?
+        if let path = request.path {
+            guard let segments = GitHost.pathSegments(path) else { return nil }
+            pathSegments = segments
+        }
         var best: Candidate?
         for candidate in self.candidates where candidate.scheme == scheme && candidate.authority == authority {
             if let pathSegments {
@@ -67,14 +78,6 @@ package struct GitCredentialMatcher: Sendable {
         let bracketed = name.contains(":") && !name.hasPrefix("[") ? "[\(name)]" : name
         guard let port, port != defaultPort(scheme) else { return bracketed }
         return "\(bracketed):\(port)"
-    }
-
-    /// git's `host` attribute (`name`, `name:port`, `[v6]:port`) in the same form.
-    static func authority(gitHost: String, scheme: String) -> String {
-        guard let components = URLComponents(string: "\(scheme)://\(gitHost)/"), let host = components.host else {
-            return gitHost.lowercased()
-        }
-        return authority(host: host, port: components.port, scheme: scheme)
     }
 
     /// The default port of the schemes git speaks over HTTP.
