@@ -128,4 +128,29 @@ import Testing
         let after = self.burst(fleet, count: 40)
         #expect(after.allSatisfy { $0 == 200 }, "\(Set(after))")
     }
+
+    /// A lease key that never expires (written by hand or by a tool, or whose TTL a replica
+    /// dropped), or that would live a day, blocks the provider for at most one lease lifetime
+    /// (10 s, within the default 15 s token wait): the fleet takes it over, still with one
+    /// token request, and the proxy that found it warns and counts it.
+    @Test(arguments: [["stuck"], ["stuck", "PX", "86400000"]])
+    func aLeaseWithNoExpiryOrAnAbsurdOneIsTakenOverWithinALifetime(value: [String]) throws {
+        let fleet = try self.fleet(size: 2, delay: 0)
+        try fleet.redis.cli(["-n", "2", "SET", "fleet:lease:svc"] + value)
+        let statuses = self.burst(fleet, count: 20)
+        #expect(statuses.allSatisfy { $0 == 200 }, "\(Set(statuses))")
+        #expect(fleet.authorization.requests.count == 1)
+        // The stale key was cut to one lifetime by the first proxy to find it, then replaced.
+        #expect(try fleet.redis.cli(["-n", "2", "GET", "fleet:lease:svc"]) != "stuck")
+        var found = 0.0
+        for proxy in fleet.proxies {
+            let metrics = try TestClient(port: proxy.port).get("/_tokenproxy/metrics")
+            let exposition = try PrometheusExposition(String(decoding: metrics.body, as: UTF8.self))
+            found += exposition.value("tokenproxy_token_store_errors_total", ["store": "redis", "kind": "stale_lease"]) ?? 0
+        }
+        #expect(found == 1)
+        let warning =
+            "token store lease had no expiry or a longer one than a lease has: cut to one lease lifetime, then taken over"
+        #expect(fleet.proxies.map { $0.output.count(warning) }.reduce(0, +) == 1)
+    }
 }

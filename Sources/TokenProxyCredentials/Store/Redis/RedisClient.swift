@@ -147,6 +147,16 @@ final class RedisClient: Sendable {
         )
     }
 
+    /// Counts and logs a stale lease found: a key with no expiry or a longer one than a lease
+    /// has, which this proxy cut to one lifetime (``RedisScripts/acquireLease``).
+    func staleLeaseFound(_ key: String) {
+        self.metrics?.tokenStoreError(store: "redis", kind: "stale_lease")
+        self.logger.warning(
+            "token store lease had no expiry or a longer one than a lease has: cut to one lease lifetime, then taken over",
+            metadata: ["store": "\(self.configuration.address)", "lease": "\(key)"]
+        )
+    }
+
     /// Runs `body` on `connection` and gives the connection back when it is still sound.
     private func attempt<T>(
         _ body: (RedisConnection) throws(RedisError) -> T,

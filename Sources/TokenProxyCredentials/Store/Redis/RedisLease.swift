@@ -9,6 +9,9 @@ import TokenProxySupport
 /// The fencing value is random, so only the holder renews (every third of the lease's
 /// lifetime, while the token request runs) or deletes it (``RedisScripts``). A holder that
 /// dies stops renewing, and the lease expires after its lifetime: nobody waits for ever. A
+/// lease key with no expiry, or a longer one than a lease has, is stale: the first proxy to
+/// find it cuts its expiry to one lifetime (``RedisScripts/acquireLease``), logs a warning
+/// and counts it (`kind="stale_lease"`), and the key is taken over once that passes. A
 /// renewal that finds the lease gone or another's is logged and counted (``RedisClient/leaseLost(_:_:)``)
 /// and renewals stop; the store's writes carry the fence, so the write of a holder whose
 /// lease was lost is checked against what the new holder wrote.
@@ -47,9 +50,12 @@ final class RedisLease: TokenStoreLock {
         let milliseconds = String(max(1, lifetime.milliseconds))
         var pause = Duration.milliseconds(10)
         while true {
-            let answer = try client.command(["SET", key, fence, "NX", "PX", milliseconds], what: "SET \(key)")
-            switch answer {
-            case .status:
+            let answer = try client.command(
+                ["EVAL", RedisScripts.acquireLease, "1", key, fence, milliseconds],
+                what: "the lease of \(key)"
+            )
+            switch answer.integer {
+            case 1:
                 return RedisLease(
                     client: client,
                     key: key,
@@ -58,10 +64,12 @@ final class RedisLease: TokenStoreLock {
                     local: local,
                     onRelease: onRelease
                 )
-            case .null:
+            case 0:
                 break
+            case 2:
+                client.staleLeaseFound(key)
             default:
-                throw RedisError(.refused, "SET \(key) gave an unexpected answer")
+                throw RedisError(.refused, "the lease of \(key) gave an unexpected answer")
             }
             let now = ContinuousClock.now
             guard now < deadline else { return nil }

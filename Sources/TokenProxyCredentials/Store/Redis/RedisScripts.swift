@@ -41,6 +41,25 @@ enum RedisScripts {
         return {redis.call('HINCRBY', KEYS[1], 'revision', 1), redis.call('HGET', KEYS[1], 'epoch')}
         """
 
+    /// Takes a lease (`KEYS[1]`) for the fencing value `ARGV[1]` for `ARGV[2]` milliseconds
+    /// when nobody holds it (`SET NX PX`). Returns 1 when taken; 0 when another holds it
+    /// with at most that lifetime left; 2 when the key held was stale, with no expiry or a
+    /// longer one than a lease can have (written by hand or by a tool, or its TTL dropped):
+    /// its expiry is then cut to one lifetime, so it is taken over within that and no
+    /// writer can block a provider for longer. A holder that is alive keeps it by renewing.
+    static let acquireLease = """
+        if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+        local ttl = redis.call('PTTL', KEYS[1])
+        if ttl == -1 or ttl > tonumber(ARGV[2]) then
+          redis.call('PEXPIRE', KEYS[1], ARGV[2])
+          return 2
+        end
+        if ttl == -2 then
+          if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+        end
+        return 0
+        """
+
     /// Extends a lease (`KEYS[1]`) to `ARGV[2]` milliseconds only while it holds the holder's
     /// fencing value `ARGV[1]`. Returns 1 when extended, 0 when the lease is gone or another's.
     static let renewLease = """
