@@ -38,6 +38,14 @@ package struct Limits: Sendable, Equatable, Decodable {
     /// failure is remembered for 1 s, each further one in a row twice as long, or as long as
     /// the endpoint's Retry-After asks, up to this. Default 30.
     package var tokenFailureBackoffSeconds: Double = 30
+    /// `endpoint_idle_seconds`: how long the answer of an identity provider's endpoint (token,
+    /// discovery, device authorization, revocation, OAuth 1 token requests) may bring no byte
+    /// once the request is sent: the head must arrive within it, then no gap in the body may
+    /// be longer. A miss ends that attempt as a transient failure (retried within
+    /// `token_request_seconds`). Default 5: identity providers answer a token request in well
+    /// under a second, so five seconds of silence means a stalled connection, and a recovered
+    /// endpoint is asked again within `token_wait_seconds`.
+    package var endpointIdleSeconds: Double = 5
     /// `upstream_idle_seconds`: how long a response body may bring no byte before the exchange
     /// is aborted. Default 60.
     package var upstreamIdleSeconds: Double = 60
@@ -78,6 +86,7 @@ package struct Limits: Sendable, Equatable, Decodable {
             ("drain_timeout_seconds", \.drainTimeoutSeconds),
             ("token_request_seconds", \.tokenRequestSeconds),
             ("token_failure_backoff_seconds", \.tokenFailureBackoffSeconds),
+            ("endpoint_idle_seconds", \.endpointIdleSeconds),
             ("upstream_idle_seconds", \.upstreamIdleSeconds),
             ("tunnel_idle_seconds", \.tunnelIdleSeconds),
         ]

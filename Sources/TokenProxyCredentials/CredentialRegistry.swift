@@ -8,7 +8,8 @@ import TokenProxyUpstream
 
 /// The credential source and header format of every provider, built from the configuration.
 /// A reload keeps the sources (and their cached tokens) of providers whose configuration did
-/// not change.
+/// not change, and retires the others: a replaced source abandons its token request and hands
+/// its waiting callers to its successor, which starts afresh.
 package final class CredentialRegistry: Sendable {
     /// A provider's source and formatter. A class, so handing one to each request is a
     /// reference count rather than a copy of the provider's whole configuration.
@@ -112,11 +113,17 @@ package final class CredentialRegistry: Sendable {
     /// The token store the sources share (fixed at start, like the listeners).
     package var store: any TokenStore { self.context.store }
 
-    /// Replaces the providers, keeping unchanged ones.
+    /// Replaces the providers, keeping unchanged ones; the sources replaced or removed are
+    /// retired (``CredentialSource/retire(handingOverTo:)``) once the new ones are in place.
     package func reload(_ configuration: ProxyConfiguration) {
         let context = self.context
-        self.entries.withLock { entries in
+        let (previous, current) = self.entries.withLock { entries in
+            let previous = entries
             entries = Self.build(configuration, previous: entries, context: context)
+            return (previous, entries)
+        }
+        for (name, old) in previous where current[name] !== old {
+            old.source.retire(handingOverTo: current[name]?.source)
         }
     }
 

@@ -17,6 +17,11 @@ package protocol CredentialSource: Sendable {
     /// The token store's contents changed (a `logout`, a `login`, another process): a source
     /// that caches what the store holds drops what the store no longer has.
     func storeChanged(_ contents: TokenStoreContents)
+
+    /// A reload replaced this provider with `successor` (nil: removed it). Work in flight is
+    /// abandoned, so the successor never waits on it, and callers still waiting go to the
+    /// successor instead.
+    func retire(handingOverTo successor: (any CredentialSource)?)
 }
 
 extension CredentialSource {
@@ -28,4 +33,7 @@ extension CredentialSource {
 
     /// By default nothing is cached from the store.
     func storeChanged(_ contents: TokenStoreContents) {}
+
+    /// By default nothing runs that a successor could wait on.
+    func retire(handingOverTo successor: (any CredentialSource)?) {}
 }

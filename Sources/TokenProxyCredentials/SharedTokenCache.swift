@@ -11,10 +11,14 @@ import TokenProxySupport
 ///   while the fetch goes on for the others;
 /// - a fetch that has not ended by its deadline (`limits.token_request_seconds`) is given up:
 ///   its waiters are answered, and its late result, if any, is ignored;
-/// - a failed fetch is remembered with backoff, and callers meanwhile get that failure.
+/// - a failed fetch is remembered with backoff, and callers meanwhile get that failure;
+/// - a cache retired by a reload abandons its fetch and hands its waiters, and every later
+///   caller, to its successor, each with the end of wait it already had.
 final class SharedTokenCache: Sendable {
     /// What a caller waits with.
     typealias Completion = @Sendable (Result<AccessToken, ProxyError>) -> Void
+    /// Where a retired cache sends a caller: its completion and the end of its wait.
+    typealias Handover = @Sendable (@escaping Completion, ContinuousClock.Instant) -> Void
 
     /// One running fetch: its number (to match its result) and when it is given up.
     struct Fetch: Sendable {
@@ -27,11 +31,15 @@ final class SharedTokenCache: Sendable {
     private struct Waiter {
         var id: UInt64
         var completion: Completion
+        /// When its wait ends.
+        var until: ContinuousClock.Instant
     }
 
     private struct State {
         var machine: TokenCacheStateMachine<Waiter, ProxyError>
         var nextWaiter: UInt64 = 0
+        /// Set once the cache is retired: where callers go instead.
+        var handover: Handover?
     }
 
     private let state: Mutex<State>
@@ -64,26 +72,53 @@ final class SharedTokenCache: Sendable {
         self.fetchLimit = BoundedSeconds.duration(fetchSeconds)
     }
 
-    /// Answers from the cache or the remembered failure, or queues `completion` (for at most
-    /// the wait limit) and calls `fetch` when no fetch is running; `fetch` must end with
-    /// ``complete(_:_:retryAfter:remember:)``, and should stop trying at the fetch's deadline.
-    func token(completion: @escaping Completion, fetch: (Fetch) -> Void) {
+    /// Answers from the cache or the remembered failure, or queues `completion` (until
+    /// `until`, by default the wait limit from now) and calls `fetch` when no fetch is
+    /// running; `fetch` must end with ``complete(_:_:retryAfter:remember:)``, and should stop
+    /// trying at the fetch's deadline. A retired cache hands the caller to its successor.
+    func token(completion: @escaping Completion, until: ContinuousClock.Instant? = nil, fetch: (Fetch) -> Void) {
         let now = ContinuousClock.now
-        let (action, id) = self.state.withLock { state -> (TokenCacheStateMachine<Waiter, ProxyError>.Action, UInt64) in
+        let until = until ?? now + self.waitLimit
+        let (decision, id) = self.state.withLock { state -> (Decision, UInt64) in
+            if let handover = state.handover {
+                return (.handOver(handover), 0)
+            }
             state.nextWaiter &+= 1
             let id = state.nextWaiter
-            return (state.machine.request(Waiter(id: id, completion: completion), id: id, now: now), id)
+            let waiter = Waiter(id: id, completion: completion, until: until)
+            return (.act(state.machine.request(waiter, id: id, now: now)), id)
         }
-        switch action {
-        case .deliver(let token):
+        switch decision {
+        case .handOver(let handover):
+            handover(completion, until)
+        case .act(.deliver(let token)):
             completion(.success(token))
-        case .fail(let error):
+        case .act(.fail(let error)):
             completion(.failure(error))
-        case .wait:
-            self.armWait(id, now: now)
-        case .startFetch(let number):
-            self.armWait(id, now: now)
+        case .act(.wait):
+            self.armWait(id, until: until)
+        case .act(.startFetch(let number)):
+            self.armWait(id, until: until)
             fetch(self.started(number, now: now))
+        }
+    }
+
+    /// What ``token(completion:until:fetch:)`` does with a caller, decided under the lock.
+    private enum Decision {
+        case act(TokenCacheStateMachine<Waiter, ProxyError>.Action)
+        case handOver(Handover)
+    }
+
+    /// Retires the cache (a reload replaced its provider): the running fetch is abandoned (its
+    /// late result changes nothing), and its waiters and every later caller go to `handover`
+    /// with the end of wait they had.
+    func retire(handover: @escaping Handover) {
+        let waiters = self.state.withLock { state -> [Waiter] in
+            state.handover = handover
+            return state.machine.abandon()
+        }
+        for waiter in waiters {
+            handover(waiter.completion, waiter.until)
         }
     }
 
@@ -164,9 +199,9 @@ final class SharedTokenCache: Sendable {
         return fetch
     }
 
-    /// Ends waiter `id`'s wait at the wait limit, if it is still waiting then.
-    private func armWait(_ id: UInt64, now: ContinuousClock.Instant) {
-        DeadlineScheduler.shared.schedule(at: now + self.waitLimit) { [self] in
+    /// Ends waiter `id`'s wait at `until`, if it is still waiting then.
+    private func armWait(_ id: UInt64, until: ContinuousClock.Instant) {
+        DeadlineScheduler.shared.schedule(at: until) { [self] in
             let waiter = self.state.withLock { $0.machine.removeWaiter(id) }
             waiter?.completion(
                 .failure(

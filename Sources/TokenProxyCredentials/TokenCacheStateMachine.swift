@@ -163,6 +163,22 @@ struct TokenCacheStateMachine<Waiter, Failure> {
         }
     }
 
+    /// Gives up everything: the provider was replaced (a reload changed its configuration).
+    /// The running fetch, if any, is abandoned (its result, when it comes, changes nothing),
+    /// the cached token and remembered failure are forgotten, and the waiters are returned for
+    /// the owner to hand to the provider's successor.
+    mutating func abandon() -> [Waiter] {
+        let waiters: [Waiter]
+        switch self.state {
+        case .fetching(_, let queued, _), .refreshing(_, _, let queued, _):
+            waiters = Self.ordered(queued)
+        case .idle, .valid, .backingOff:
+            waiters = []
+        }
+        self.state = .idle
+        return waiters
+    }
+
     /// Forgets `token` if it is still the current one (a 401 showed it is no longer valid);
     /// a newer token obtained meanwhile is kept.
     mutating func invalidate(_ token: AccessToken) {

@@ -50,6 +50,9 @@ package final class CurlTransfer: @unchecked Sendable {
     private var errorBuffer: UnsafeMutablePointer<CChar>?
     private var parser = UpstreamResponseParser()
     private var outbox = CurlDelivery()
+    /// Request body bytes handed to libcurl: with a known length, libcurl stops reading once
+    /// it has them all, so the last of them, not a read at the end, marks the request sent.
+    private var bodyBytesRead: Int64 = 0
     /// How far the transfer got, and its deadline.
     private var life: TransferStateMachine
 
@@ -321,6 +324,13 @@ package final class CurlTransfer: @unchecked Sendable {
             // The request is fully sent: the first-byte deadline starts now.
             self.report(self.life.requestSent(now: .now))
             return 0
+        }
+        if count > 0, case .length(let length) = self.request.body {
+            self.bodyBytesRead += Int64(count)
+            if self.bodyBytesRead >= length {
+                // libcurl asks for no more (RFC 9112 §6.2): the request is sent.
+                self.report(self.life.requestSent(now: .now))
+            }
         }
         return count < 0 ? tp_readfunc_pause() : count
     }

@@ -1,4 +1,5 @@
 import Synchronization
+import TokenProxyConfiguration
 import TokenProxyHTTP
 import TokenProxySupport
 
@@ -32,6 +33,10 @@ package struct UpstreamFetcher: Sendable {
         /// The request's whole life in seconds: connecting, the TLS handshake, the head and
         /// the last byte of the body must all be done within it.
         package var timeout: Double
+        /// The answer's idle limit in seconds (`limits.endpoint_idle_seconds`): once the
+        /// request is sent, its head must arrive within it (else 504 `upstream_timeout`), and
+        /// no gap in its body may be longer (else the answer broke off).
+        package var idleTimeout: Double
         /// Largest body accepted; a larger one fails the request.
         package var maximumBodyBytes: Int
 
@@ -45,6 +50,7 @@ package struct UpstreamFetcher: Sendable {
             caFile: String? = nil,
             connectTimeout: Double = 10,
             timeout: Double = 30,
+            idleTimeout: Double = Limits().endpointIdleSeconds,
             maximumBodyBytes: Int = 1 << 20
         ) {
             self.method = method
@@ -55,14 +61,18 @@ package struct UpstreamFetcher: Sendable {
             self.caFile = caFile
             self.connectTimeout = connectTimeout
             self.timeout = timeout
+            self.idleTimeout = idleTimeout
             self.maximumBodyBytes = maximumBodyBytes
         }
     }
 
     /// Sends `request`; `completion` runs once, on the engine, with the response or the error
     /// (502 `upstream_unreachable`, 504 `upstream_timeout` codes, for the caller to rewrap).
+    /// When `cancellation` fires first, the transfer is stopped, its connection closed and its
+    /// memory freed, and `completion` never runs: the caller that fired it answers for itself.
     package func fetch(
         _ request: Request,
+        cancellation: CancellationSignal? = nil,
         completion: @escaping @Sendable (Result<UpstreamResponse, ProxyError>) -> Void
     ) {
         // libcurl frames the body itself (Content-Length from the upload size).
@@ -80,13 +90,24 @@ package struct UpstreamFetcher: Sendable {
             clientCertificate: nil,
             clientKeyPEM: nil,
             connectTimeout: min(request.connectTimeout, request.timeout),
-            firstByteTimeout: request.timeout,
+            firstByteTimeout: min(request.idleTimeout, request.timeout),
             totalTimeout: request.timeout,
+            idleTimeout: request.idleTimeout,
             // A token request is a POST: libcurl must not send it a second time by itself;
             // whether to ask again is the token client's decision.
             resendable: request.method == "GET" || request.method == "HEAD"
         )
-        let sink = BufferingSink(limit: request.maximumBodyBytes, engine: self.engine, completion: completion)
+        // The handler registered on `cancellation`, removed when the answer comes first
+        // (`ended`: the answer came before the registration, which is then removed at once).
+        let registration = Mutex<(handle: UInt64?, ended: Bool)>((nil, false))
+        let sink = BufferingSink(limit: request.maximumBodyBytes, engine: self.engine) { result in
+            let handle = registration.withLock { state -> UInt64? in
+                state.ended = true
+                return state.handle
+            }
+            cancellation?.remove(handle)
+            completion(result)
+        }
         let transfer = CurlTransfer(
             request: upstreamRequest,
             options: options,
@@ -100,6 +121,16 @@ package struct UpstreamFetcher: Sendable {
             transfer.endBody()
         }
         self.engine.add(transfer)
+        // After the add: the engine takes commands in order, so a cancel never overtakes it.
+        let engine = self.engine
+        let handle = cancellation?.onCancel { engine.cancel(transfer) }
+        let ended = registration.withLock { state -> Bool in
+            state.handle = handle
+            return state.ended
+        }
+        if ended {
+            cancellation?.remove(handle)
+        }
     }
 }
 
@@ -150,7 +181,9 @@ private final class BufferingSink: CurlResponseSink, Sendable {
                 return .success(UpstreamResponse(status: head.status, headers: head.headers, body: state.body))
             case .abort:
                 state.done = true
-                return .failure(ProxyError(.upstreamUnreachable, "the response broke off"))
+                return .failure(
+                    ProxyError(.upstreamUnreachable, "the answer broke off (the connection failed or went silent)")
+                )
             case .fail(let error), .lostReusedConnection(let error):
                 state.done = true
                 return .failure(error)

@@ -197,6 +197,12 @@ struct ConfigurationValidationTests {
             message: "at most 86400"
         ),
         .init(
+            "zero endpoint idle time",
+            extra: #""limits": {"endpoint_idle_seconds": 0}"#,
+            path: "limits.endpoint_idle_seconds",
+            message: "must be positive"
+        ),
+        .init(
             "negative duration",
             extra: #""limits": {"token_wait_seconds": -1}"#,
             path: "limits.token_wait_seconds",

@@ -111,4 +111,36 @@ struct DeadlineTests {
         }
         #expect(cache.current?.value == "t")
     }
+
+    /// A retired cache (a reload replaced its provider) hands its waiters, with the end of
+    /// wait each already had, and every later caller to its successor; the abandoned fetch's
+    /// late result answers nobody twice and caches nothing.
+    @Test func aRetiredCacheHandsItsWaitersOnWithTheirDeadlines() {
+        let cache = SharedTokenCache(provider: "svc", refreshSkewSeconds: 0, waitSeconds: 30, fetchSeconds: 60)
+        let answers = Mutex<[String]>([])
+        let record: @Sendable (Result<AccessToken, ProxyError>) -> Void = { result in
+            answers.withLock { $0.append((try? result.get().value) ?? "failure") }
+        }
+        let running = Mutex<SharedTokenCache.Fetch?>(nil)
+        let until = ContinuousClock.now + .seconds(7)
+        cache.token(completion: record, until: until) { fetch in running.withLock { $0 = fetch } }
+        cache.token(completion: record, until: until + .seconds(1)) { _ in Issue.record("a second fetch") }
+
+        let handed = Mutex<[ContinuousClock.Instant]>([])
+        cache.retire { completion, deadline in
+            handed.withLock { $0.append(deadline) }
+            completion(.success(AccessToken(value: "successor")))
+        }
+        #expect(handed.withLock { $0 } == [until, until + .seconds(1)])
+        #expect(answers.withLock { $0 } == ["successor", "successor"])
+
+        if let fetch = running.withLock({ $0 }) {
+            cache.complete(fetch, .success(AccessToken(value: "late")))
+        }
+        #expect(answers.withLock { $0 } == ["successor", "successor"])
+        #expect(cache.current == nil)
+        cache.token(completion: record) { _ in Issue.record("a fetch after retirement") }
+        #expect(answers.withLock { $0 } == ["successor", "successor", "successor"])
+        #expect(handed.withLock { $0.count } == 3)
+    }
 }

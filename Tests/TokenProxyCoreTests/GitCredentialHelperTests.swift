@@ -91,7 +91,10 @@ import TokenProxyConfiguration
         for path: String? in [nil, "team/repo.git", "x/y.git"] {
             var attributes = ["protocol": "https", "host": host]
             attributes["path"] = path
-            #expect(matcher.provider(for: GitCredentialRequest(attributes: attributes)) == nil, "\(host) \(path ?? "-")")
+            #expect(
+                matcher.provider(for: GitCredentialRequest(attributes: attributes)) == nil,
+                "\(host) \(path ?? "-")"
+            )
         }
     }
 
@@ -109,13 +112,17 @@ import TokenProxyConfiguration
     }
 
     /// The literal forms git writes still match, in any case and with the default port.
-    @Test(arguments: [
-        ("GIT.Example.COM", "host"), ("git.example.com:443", "host"), ("git.example.com:8443", "port"),
-        ("[::1]:9000", "v6"), ("[0:0:0:0:0:0:0:1]:9000", nil),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("GIT.Example.COM", "host"), ("git.example.com:443", "host"), ("git.example.com:8443", "port"),
+            ("[::1]:9000", "v6"), ("[0:0:0:0:0:0:0:1]:9000", nil),
+        ] as [(String, String?)]
+    )
     func literalHostsMatch(host: String, expected: String?) {
         let matcher = GitCredentialMatcher(routes: Self.routes)
-        #expect(matcher.provider(for: GitCredentialRequest(attributes: ["protocol": "https", "host": host])) == expected)
+        #expect(
+            matcher.provider(for: GitCredentialRequest(attributes: ["protocol": "https", "host": host])) == expected
+        )
     }
 
     @Test func noProtocolOrHostMatchesNothing() {

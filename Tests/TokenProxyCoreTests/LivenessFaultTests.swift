@@ -206,6 +206,20 @@ struct LivenessFaultTests {
         #expect(healed.filter { $0 != .answered(200) }.isEmpty, "\(healed.filter { $0 != .answered(200) })")
     }
 
+    /// A request with a body is sent once its last byte went to libcurl (which asks for no
+    /// more once it has the announced length), so an upstream that reads it and never
+    /// answers gets the same first-byte timeout as one sent without a body: 504.
+    @Test(arguments: ["POST", "PUT"])
+    func aRequestWithABodyToAnUpstreamThatNeverAnswersIs504(method: String) throws {
+        let fixture = try FaultFixture(upstream: .hangBeforeHead)
+        let client = try fixture.proxy.client()
+        try client.send("\(method) /up/x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nhello")
+        let response = try client.readResponse()
+        #expect(response.status == 504)
+        #expect(response.header("X-Tokenproxy-Error") == "upstream_timeout")
+        #expect(fixture.peers.upstream.requests == 1)
+    }
+
     /// The fault server itself leaves nothing behind: stopping it ends the connections it
     /// holds and every thread serving them, so hundreds of stalled connections per test do
     /// not pile up in the test process.

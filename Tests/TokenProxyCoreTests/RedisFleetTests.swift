@@ -146,7 +146,8 @@ import Testing
         for proxy in fleet.proxies {
             let metrics = try TestClient(port: proxy.port).get("/_tokenproxy/metrics")
             let exposition = try PrometheusExposition(String(decoding: metrics.body, as: UTF8.self))
-            found += exposition.value("tokenproxy_token_store_errors_total", ["store": "redis", "kind": "stale_lease"]) ?? 0
+            found +=
+                exposition.value("tokenproxy_token_store_errors_total", ["store": "redis", "kind": "stale_lease"]) ?? 0
         }
         #expect(found == 1)
         let warning =

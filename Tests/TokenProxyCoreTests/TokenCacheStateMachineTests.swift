@@ -21,6 +21,8 @@ struct TokenCacheStateMachineTests {
         case giveUp(Int, wasWaiting: Bool)
         /// The store changed.
         case reset
+        /// A reload replaced the provider; `released` are the waiters handed on.
+        case abandon(released: [Int])
     }
 
     private enum Expected: Equatable {
@@ -107,6 +109,25 @@ struct TokenCacheStateMachineTests {
                 .request(3, at: 1.2, expect: .fail("e1")), .reset, .request(4, at: 1.3, expect: .startFetch),
             ]
         ),
+        Walk(
+            name: "a reload abandons the fetch: its waiters are handed on and its late result changes nothing",
+            steps: [
+                .request(1, at: 0, expect: .startFetch), .request(2, at: 0, expect: .wait),
+                .abandon(released: [1, 2]), .succeed(at: 1, lifetime: nil, released: []),
+                .giveUp(2, wasWaiting: false), .request(3, at: 1, expect: .startFetch),
+            ]
+        ),
+        Walk(
+            name: "a reload forgets the token and the failure, and hands on the waiters of a fetch",
+            skew: 60,
+            steps: [
+                .request(1, at: 0, expect: .startFetch), .succeed(at: 0, lifetime: 150, released: [1]),
+                .abandon(released: []), .request(2, at: 1, expect: .startFetch), .fail(at: 1, released: [2]),
+                .abandon(released: []), .request(3, at: 1.1, expect: .startFetch),
+                .succeed(at: 1.1, lifetime: 100, released: [3]), .request(4, at: 60, expect: .startFetch),
+                .request(5, at: 60, expect: .wait), .abandon(released: [4, 5]),
+            ]
+        ),
     ]
 
     @Test(arguments: Self.walks)
@@ -151,6 +172,8 @@ struct TokenCacheStateMachineTests {
                 #expect((machine.removeWaiter(UInt64(id)) != nil) == wasWaiting, "step \(index)")
             case .reset:
                 machine.reset()
+            case .abandon(let released):
+                #expect(machine.abandon() == released, "step \(index)")
             }
         }
     }

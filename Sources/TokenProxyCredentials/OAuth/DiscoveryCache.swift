@@ -21,16 +21,19 @@ final class DiscoveryCache: Sendable {
     private let caFile: String?
     private let fetcher: UpstreamFetcher
     private let requestSeconds: Double
+    private let idleSeconds: Double
     private let cached = Mutex<DiscoveredEndpoints?>(nil)
 
     /// Discovery for `issuer`, each discovery done within `requestSeconds` (30 by default,
-    /// the default of `limits.token_request_seconds`).
+    /// the default of `limits.token_request_seconds`), a document's answer bringing no byte
+    /// for at most `idleSeconds` (`limits.endpoint_idle_seconds`).
     init(
         issuer: String,
         allowPlainHTTP: Bool,
         caFile: String?,
         fetcher: UpstreamFetcher,
-        requestSeconds: Double = Limits().tokenRequestSeconds
+        requestSeconds: Double = Limits().tokenRequestSeconds,
+        idleSeconds: Double = Limits().endpointIdleSeconds
     ) {
         var issuer = issuer
         while issuer.hasSuffix("/") {
@@ -41,6 +44,7 @@ final class DiscoveryCache: Sendable {
         self.caFile = caFile
         self.fetcher = fetcher
         self.requestSeconds = requestSeconds
+        self.idleSeconds = idleSeconds
     }
 
     /// The metadata URLs to try, in order.
@@ -99,7 +103,8 @@ final class DiscoveryCache: Sendable {
             allowPlainHTTP: self.allowPlainHTTP,
             caFile: self.caFile,
             // The document's whole life: connect, TLS, head and body.
-            timeout: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
+            timeout: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18,
+            idleTimeout: self.idleSeconds
         )
         self.fetcher.fetch(request) { [self] result in
             switch result.flatMap({ self.parse($0, url: url) }) {

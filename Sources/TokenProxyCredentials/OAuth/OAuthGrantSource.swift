@@ -17,6 +17,10 @@ import TokenProxyUpstream
 /// store, a fetch holds the provider's store lock and first re-reads the store: a token
 /// another process obtained meanwhile is used, so a rotated refresh token is never spent
 /// twice. What the endpoint answers is written to the store before any request uses it.
+///
+/// A reload that changes the provider retires this source (``retire(handingOverTo:)``): its
+/// token request is abandoned at once (the transfer stopped, the store lock released, a late
+/// answer neither used nor written), so its successor starts afresh.
 final class OAuthGrantSource: CredentialSource {
     let provider: ProviderConfiguration
     private let client: TokenEndpointClient
@@ -35,6 +39,8 @@ final class OAuthGrantSource: CredentialSource {
     /// The longest `Retry-After` a token request waits for itself (`token_wait_seconds`):
     /// past it the requests would wait in vain, and the remembered failure answers them.
     private let longestRetryAfter: Double
+    /// Fired when a reload retires the source: stops its token request in flight.
+    private let abandonment = CancellationSignal()
 
     init(
         provider: ProviderConfiguration,
@@ -75,7 +81,43 @@ final class OAuthGrantSource: CredentialSource {
     }
 
     func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
-        self.cache.token(completion: completion) { self.fetch($0, replacing: nil) }
+        self.token(completion: completion, until: nil)
+    }
+
+    /// A token for a caller whose wait ends at `until` (nil: the wait limit from now).
+    private func token(
+        completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void,
+        until: ContinuousClock.Instant?
+    ) {
+        self.cache.token(completion: completion, until: until) { self.fetch($0, replacing: nil) }
+    }
+
+    func retire(handingOverTo successor: (any CredentialSource)?) {
+        let name = self.provider.name
+        // The cache first: the waiters go to the successor, and the abandoned fetch's failure,
+        // which the cancellation brings at once, reaches nobody.
+        defer { self.abandonment.cancel() }
+        self.cache.retire { completion, until in
+            switch successor {
+            case let successor as OAuthGrantSource:
+                successor.token(completion: completion, until: until)
+            case let successor?:
+                successor.token(completion: completion)
+            case nil:
+                let error = ProxyError(
+                    .tokenUnavailable,
+                    "provider \(name) was removed by a configuration reload",
+                    provider: name
+                )
+                completion(.failure(error))
+            }
+        }
+    }
+
+    /// The failure of a token request abandoned because a reload retired the source; nobody
+    /// sees it, since the source's waiters went to its successor.
+    private func abandoned() -> ProxyError {
+        self.failure("the token request was abandoned: a reload replaced provider \(self.provider.name)")
     }
 
     /// The token store changed (a logout, a login, another process): a cached token the
@@ -140,6 +182,7 @@ final class OAuthGrantSource: CredentialSource {
             return .failure(self.failure(error.description))
         }
         defer { lock.release() }
+        guard !self.abandonment.isCancelled else { return .failure(self.abandoned()) }
 
         let fingerprint = self.provider.tokenFingerprint()
         var record: StoredGrant?
@@ -203,13 +246,25 @@ final class OAuthGrantSource: CredentialSource {
         }
 
         asked.endpoint = true
-        let answer = Blocking.wait(until: deadline + .milliseconds(500)) { done in
+        let abandoned = self.abandoned()
+        var registration: UInt64?
+        let answer: Result<TokenEndpointClient.Issued, TokenEndpointClient.Failure>? = Blocking.wait(
+            until: deadline + .milliseconds(500)
+        ) { done in
+            // A reload ends the wait at once, and with it this thread's hold on the lock.
+            registration = self.abandonment.onCancel { done(.failure(TokenEndpointClient.Failure(error: abandoned))) }
             self.client.request(
                 parameters,
                 deadline: deadline,
                 longestRetryAfter: self.longestRetryAfter,
+                cancellation: self.abandonment,
                 completion: done
             )
+        }
+        self.abandonment.remove(registration)
+        guard !self.abandonment.isCancelled else {
+            // Whatever came, the successor owns the provider's record now.
+            return .failure(abandoned)
         }
         let result =
             answer

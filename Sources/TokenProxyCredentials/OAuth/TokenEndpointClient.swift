@@ -32,6 +32,8 @@ struct TokenEndpointClient: Sendable {
     let provider: ProviderConfiguration
     let fetcher: UpstreamFetcher
     let connectTimeout: Double
+    /// How long an answer may bring no byte (`limits.endpoint_idle_seconds`).
+    let idleTimeout: Double
     /// The provider's discovery document, when it names an `issuer` and no `token_url`.
     let discovery: DiscoveryCache?
 
@@ -40,13 +42,15 @@ struct TokenEndpointClient: Sendable {
         self.provider = provider
         self.fetcher = fetcher
         self.connectTimeout = limits.upstreamConnectTimeoutSeconds
+        self.idleTimeout = limits.endpointIdleSeconds
         if let issuer = provider.issuer {
             self.discovery = DiscoveryCache(
                 issuer: issuer,
                 allowPlainHTTP: provider.allowInsecureEndpoints,
                 caFile: provider.caFile,
                 fetcher: fetcher,
-                requestSeconds: limits.tokenRequestSeconds
+                requestSeconds: limits.tokenRequestSeconds,
+                idleSeconds: limits.endpointIdleSeconds
             )
         } else {
             self.discovery = nil
@@ -96,14 +100,17 @@ struct TokenEndpointClient: Sendable {
     /// Requests a token with `parameters` (grant-specific), answering before `deadline`. A
     /// `Retry-After` longer than `longestRetryAfter` seconds ends the request at once (the
     /// proxy's sources remember the failure that long instead of holding their requests);
-    /// nil waits for any that ends before the deadline (a login, a command).
+    /// nil waits for any that ends before the deadline (a login, a command). Once
+    /// `cancellation` fires, the transfer in flight is stopped, no retry starts, and
+    /// `completion` may never run (the canceller answers its own waiters).
     func request(
         _ parameters: [(String, String)],
         deadline: ContinuousClock.Instant,
         longestRetryAfter: Double? = nil,
+        cancellation: CancellationSignal? = nil,
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
-        let bounds = Bounds(deadline: deadline, longestRetryAfter: longestRetryAfter)
+        let bounds = Bounds(deadline: deadline, longestRetryAfter: longestRetryAfter, cancellation: cancellation)
         if let tokenURL = self.provider.tokenURL {
             self.request(parameters, tokenURL: tokenURL, bounds: bounds, completion: completion)
             return
@@ -141,10 +148,12 @@ struct TokenEndpointClient: Sendable {
         }
     }
 
-    /// How long one token request may go on, and which `Retry-After` it waits for.
+    /// How long one token request may go on, which `Retry-After` it waits for, and what
+    /// stops it early.
     private struct Bounds: Sendable {
         var deadline: ContinuousClock.Instant
         var longestRetryAfter: Double?
+        var cancellation: CancellationSignal?
     }
 
     private func request(
@@ -170,11 +179,15 @@ struct TokenEndpointClient: Sendable {
         bounds: Bounds,
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
+        if bounds.cancellation?.isCancelled == true {
+            return
+        }
         let deadline = bounds.deadline
         let sentAt = ContinuousClock.now
         var bounded = request
         bounded.timeout = max(0.001, Double((deadline - sentAt).milliseconds) / 1000)
-        self.fetcher.fetch(bounded) { result in
+        let idleTimeout = bounded.idleTimeout
+        self.fetcher.fetch(bounded, cancellation: bounds.cancellation) { result in
             let retryAfter: Double?
             var failure: Failure
             switch result {
@@ -184,7 +197,8 @@ struct TokenEndpointClient: Sendable {
                 // endpoint.
                 let message =
                     transport.code == .upstreamTimeout
-                    ? "the token endpoint did not answer in time"
+                    ? "the token endpoint did not answer in time (limits.endpoint_idle_seconds: "
+                        + "\(idleTimeout) s)"
                     : "cannot reach the token endpoint: \(transport.message)"
                 failure = Failure(error: self.error(message))
             case .success(let response):
@@ -320,7 +334,8 @@ struct TokenEndpointClient: Sendable {
                 body: Array(FormEncoding.encode(form).utf8),
                 allowPlainHTTP: self.provider.allowInsecureEndpoints,
                 caFile: self.provider.caFile,
-                connectTimeout: self.connectTimeout
+                connectTimeout: self.connectTimeout,
+                idleTimeout: self.idleTimeout
             )
         )
     }

@@ -12,6 +12,8 @@ final class TokenProxyProcess {
     /// The loopback port it listens on.
     let port: UInt16
     private let directory: ScriptDirectory
+    /// The configuration file it was started with.
+    var configurationPath: String { self.directory.path("proxy.json") }
 
     /// Writes `configuration` to a file, starts `serve` with it on an ephemeral loopback port
     /// and waits for its `listening` log line.
@@ -32,6 +34,15 @@ final class TokenProxyProcess {
         self.process = process
         self.output = output
         self.port = port
+    }
+
+    /// Writes `configuration` over the file and sends SIGHUP; returns once the process logged
+    /// the reload (false when it did not within the wait).
+    func reload(_ configuration: String) throws -> Bool {
+        let before = self.output.count("configuration reloaded")
+        try configuration.write(toFile: self.configurationPath, atomically: true, encoding: .utf8)
+        kill(self.process.processIdentifier, SIGHUP)
+        return eventually { self.output.count("configuration reloaded") > before }
     }
 
     /// How many descriptors the process has open now.
