@@ -10,6 +10,10 @@ extension OAuthGrantSource {
             switch self.provider.grant {
             case .clientCredentials:
                 parameters.append(("grant_type", "client_credentials"))
+            case .password where refreshToken != nil:
+                // A refresh token from an earlier answer (RFC 6749 §6).
+                parameters.append(("grant_type", "refresh_token"))
+                parameters.append(("refresh_token", refreshToken ?? ""))
             case .password:
                 parameters.append(("grant_type", "password"))
                 parameters.append(("username", self.provider.username ?? ""))

@@ -236,12 +236,37 @@ final class OAuthGrantSource: CredentialSource {
                 return .failure(self.loginRequired("no usable token stored"))
             }
             refreshToken = stored
+        case .password:
+            // RFC 9700 §2.4, RFC 6749 §4.3: the user's password is sent as seldom as possible;
+            // a refresh token from an earlier answer renews the token, and the password goes
+            // out again only when that is refused or there is none.
+            refreshToken = record?.refreshToken
         default:
             refreshToken = nil
         }
+        let first = self.ask(refreshToken: refreshToken, fingerprint: fingerprint, deadline: deadline, asked: &asked)
+        guard self.provider.grant == .password, refreshToken != nil, case .failure(let failure) = first,
+            failure.refusedRefresh
+        else {
+            return first.mapError(\.error)
+        }
+        return self.ask(refreshToken: nil, fingerprint: fingerprint, deadline: deadline, asked: &asked).mapError(\.error)
+    }
+
+    /// One token request (with its retries of transient failures) with the grant's parameters,
+    /// or a refresh with `refreshToken`; the answer is written to the store. A refused refresh
+    /// token is forgotten: a `password` provider then sends the password (the caller does),
+    /// the others need a new seed or login.
+    private func ask(
+        refreshToken: String?,
+        fingerprint: String,
+        deadline: ContinuousClock.Instant,
+        asked: inout Asked
+    ) -> Result<AccessToken, AskFailure> {
+        let name = self.provider.name
         let parameters: [(String, String)]
         switch self.parameters(refreshToken: refreshToken) {
-        case .failure(let error): return .failure(error)
+        case .failure(let error): return .failure(AskFailure(error: error))
         case .success(let built): parameters = built
         }
 
@@ -264,7 +289,7 @@ final class OAuthGrantSource: CredentialSource {
         self.abandonment.remove(registration)
         guard !self.abandonment.isCancelled else {
             // Whatever came, the successor owns the provider's record now.
-            return .failure(abandoned)
+            return .failure(AskFailure(error: abandoned))
         }
         let result =
             answer
@@ -291,8 +316,10 @@ final class OAuthGrantSource: CredentialSource {
             )
         case .failure(let failure):
             let now = Date()
-            if failure.oauthError == "invalid_grant", let refreshToken {
+            let refused = refreshToken != nil && AskFailure.refusesRefresh(failure.oauthError, grant: self.provider.grant)
+            if refused, let refreshToken {
                 // The refresh token is dead: forget it, unless another one replaced it.
+                let password = self.provider.grant == .password
                 self.unsaved.withLock { $0 = nil }
                 self.save { stored in
                     // Unless another process stored a newer token of this configuration meanwhile.
@@ -302,12 +329,20 @@ final class OAuthGrantSource: CredentialSource {
                     else { return }
                     stored = StoredGrant(
                         configFingerprint: fingerprint,
-                        needsLogin: true,
+                        // A password provider logs in again by itself.
+                        needsLogin: password ? nil : true,
                         lastError: failure.error.message,
                         lastErrorAt: now
                     )
                 }
-                return .failure(self.refreshRefused())
+                if password {
+                    self.logger.notice(
+                        "the refresh token was refused; sending the password again",
+                        metadata: ["provider": "\(name)", "error": "\(failure.oauthError ?? "")"]
+                    )
+                    return .failure(AskFailure(error: failure.error, refusedRefresh: true))
+                }
+                return .failure(AskFailure(error: self.refreshRefused()))
             }
             self.save { stored in
                 stored.lastError = failure.error.message
@@ -317,7 +352,25 @@ final class OAuthGrantSource: CredentialSource {
                 }
             }
             asked.retryAfter = failure.retryAfter
-            return .failure(failure.error)
+            return .failure(AskFailure(error: failure.error))
+        }
+    }
+
+    /// Why one token request failed: the client's error, and whether it was a refresh whose
+    /// token the endpoint refused.
+    private struct AskFailure: Error {
+        var error: ProxyError
+        var refusedRefresh = false
+
+        /// Whether the OAuth `error` refuses a refresh token (RFC 6749 §5.2): `invalid_grant`;
+        /// for a `password` provider also `unauthorized_client` and `unsupported_grant_type`,
+        /// which a server answers when it does not refresh tokens of the password grant.
+        static func refusesRefresh(_ code: String?, grant: GrantType) -> Bool {
+            switch code {
+            case "invalid_grant": return true
+            case "unauthorized_client", "unsupported_grant_type": return grant == .password
+            default: return false
+            }
         }
     }
 

@@ -70,6 +70,11 @@ final class FakeOAuthProvider: HTTPExchangeHandler, @unchecked Sendable {
         self.lock.withLock { _ = self.liveRefreshTokens.insert(token) }
     }
 
+    /// Forgets every refresh token issued (a revocation, a restart that lost them).
+    func forgetRefreshTokens() {
+        self.lock.withLock { self.liveRefreshTokens.removeAll() }
+    }
+
     func handle(_ exchange: HTTPExchange) {
         let head = exchange.head
         if head.method == "GET" {
@@ -186,6 +191,12 @@ final class FakeOAuthProvider: HTTPExchangeHandler, @unchecked Sendable {
                         return (400, #"{"error": "invalid_grant"}"#, 0)
                     }
                     return (200, self.issue(), self.refreshDelay)
+                case "password":
+                    // RFC 6749 §4.3: the user's own credentials.
+                    guard form["username"] == "alice", form["password"] == "wonderland" else {
+                        return (400, #"{"error": "invalid_grant"}"#, 0)
+                    }
+                    return (200, self.issue(), 0)
                 case "urn:ietf:params:oauth:grant-type:device_code":
                     guard form["device_code"] == "dev-1" else { return (400, #"{"error": "invalid_grant"}"#, 0) }
                     if !self.devicePolls.isEmpty {
