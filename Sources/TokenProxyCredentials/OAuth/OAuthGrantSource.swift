@@ -250,7 +250,8 @@ final class OAuthGrantSource: CredentialSource {
         else {
             return first.mapError(\.error)
         }
-        return self.ask(refreshToken: nil, fingerprint: fingerprint, deadline: deadline, asked: &asked).mapError(\.error)
+        let second = self.ask(refreshToken: nil, fingerprint: fingerprint, deadline: deadline, asked: &asked)
+        return second.mapError(\.error)
     }
 
     /// One token request (with its retries of transient failures) with the grant's parameters,
@@ -316,7 +317,8 @@ final class OAuthGrantSource: CredentialSource {
             )
         case .failure(let failure):
             let now = Date()
-            let refused = refreshToken != nil && AskFailure.refusesRefresh(failure.oauthError, grant: self.provider.grant)
+            let refused =
+                refreshToken != nil && AskFailure.refusesRefresh(failure.oauthError, grant: self.provider.grant)
             if refused, let refreshToken {
                 // The refresh token is dead: forget it, unless another one replaced it.
                 let password = self.provider.grant == .password
