@@ -40,12 +40,17 @@ package struct Limits: Sendable, Equatable, Decodable {
     package var tokenFailureBackoffSeconds: Double = 30
     /// `endpoint_idle_seconds`: how long the answer of an identity provider's endpoint (token,
     /// discovery, device authorization, revocation, OAuth 1 token requests) may bring no byte
-    /// once the request is sent: the head must arrive within it, then no gap in the body may
-    /// be longer. A miss ends that attempt as a transient failure (retried within
-    /// `token_request_seconds`). Default 5: identity providers answer a token request in well
-    /// under a second, so five seconds of silence means a stalled connection, and a recovered
-    /// endpoint is asked again within `token_wait_seconds`.
+    /// once the request is sent. Inside the body, this; before the head, the longer of this
+    /// and `token_wait_seconds` (``endpointHeadSeconds``), since a provider may think a while
+    /// but an answer later than any request waits serves nobody. A miss ends that attempt as a
+    /// transient failure, retried within `token_request_seconds`. Default 5: a provider sends
+    /// its answer's body in one piece, so five seconds of silence inside it is a stalled
+    /// connection, and a recovered endpoint is asked again within `token_wait_seconds` + 5 s.
     package var endpointIdleSeconds: Double = 5
+
+    /// How long an endpoint's head may take once its request is sent: the longer of
+    /// `endpoint_idle_seconds` and `token_wait_seconds`.
+    package var endpointHeadSeconds: Double { max(self.endpointIdleSeconds, self.tokenWaitSeconds) }
     /// `upstream_idle_seconds`: how long a response body may bring no byte before the exchange
     /// is aborted. Default 60.
     package var upstreamIdleSeconds: Double = 60

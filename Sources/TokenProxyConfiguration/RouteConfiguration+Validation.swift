@@ -79,6 +79,10 @@ extension RouteConfiguration {
                 add(ConfigurationPath.index("remove_headers", index), problem)
             }
         }
+        for (index, status) in self.renewOnStatus.enumerated() where !(400...599).contains(status) {
+            // A success or a redirect says nothing against the token.
+            add(ConfigurationPath.index("renew_on_status", index), "must be a 4xx or 5xx status")
+        }
         for (index, name) in self.upgradeProtocols.enumerated() {
             // RFC 9110 §7.8: protocol-name ["/" protocol-version], both tokens.
             let parts = name.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)

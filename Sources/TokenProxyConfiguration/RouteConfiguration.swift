@@ -24,6 +24,11 @@ package struct RouteConfiguration: Sendable, Equatable {
     package var incomingAuthorization: IncomingAuthorization
     /// `retry_on_401`: renew the token and replay once when the upstream answers 401. Default true.
     package var retryOn401: Bool
+    /// `renew_on_status`: the upstream statuses that renew the token and replay once (with
+    /// `retry_on_401`), for an API that answers a revoked or expired token with another
+    /// status than 401 (`[401, 403]`). Default `[401]`: a 403 such as `insufficient_scope`
+    /// (RFC 6750 §3.1), which a new token of the same scopes cannot fix, is relayed.
+    package var renewOnStatus: [Int]
     /// `preserve_host`: send the client's Host upstream instead of the upstream's authority. Default false.
     package var preserveHost: Bool
     /// `ca_file`: PEM trust anchors for the upstream (default: system CAs).
@@ -57,6 +62,7 @@ package struct RouteConfiguration: Sendable, Equatable {
         allowInsecureUpstream: Bool = false,
         incomingAuthorization: IncomingAuthorization = .replace,
         retryOn401: Bool = true,
+        renewOnStatus: [Int] = [401],
         preserveHost: Bool = false,
         caFile: String? = nil,
         clientCert: String? = nil,
@@ -75,6 +81,7 @@ package struct RouteConfiguration: Sendable, Equatable {
         self.allowInsecureUpstream = allowInsecureUpstream
         self.incomingAuthorization = incomingAuthorization
         self.retryOn401 = retryOn401
+        self.renewOnStatus = renewOnStatus
         self.preserveHost = preserveHost
         self.caFile = caFile
         self.clientCert = clientCert
@@ -88,7 +95,8 @@ package struct RouteConfiguration: Sendable, Equatable {
     /// Every JSON key of a route.
     static let keys = [
         "name", "path_prefix", "host", "upstream", "strip_prefix", "provider", "allow_insecure_upstream",
-        "incoming_authorization", "retry_on_401", "preserve_host", "ca_file", "client_cert", "client_key",
+        "incoming_authorization", "retry_on_401", "renew_on_status", "preserve_host", "ca_file", "client_cert",
+        "client_key",
         "timeout_seconds", "add_headers", "remove_headers", "upgrade_protocols",
     ]
 
@@ -126,6 +134,8 @@ extension RouteConfiguration: Decodable {
                     problems
                 ) ?? .replace,
                 retryOn401: value("retry_on_401", Bool.self) ?? true,
+                renewOnStatus: object.configList(Int.self, forKey: ConfigurationCodingKey("renew_on_status"), problems)
+                    ?? [401],
                 preserveHost: value("preserve_host", Bool.self) ?? false,
                 caFile: value("ca_file", String.self),
                 clientCert: value("client_cert", String.self),

@@ -145,6 +145,7 @@ package final class CurlForwarder: RouteForwarder {
         let machine = ForwardingStateMachine(
             replay: ReplayStateMachine(
                 replaysUnauthorized: route.retryOn401 && entry?.source.canRenew == true,
+                renewingOn: route.renewOnStatus,
                 idempotent: idempotent,
                 limit: limits.replayBufferBytes,
                 hasBody: hasBody

@@ -144,14 +144,14 @@ final class ForwardingAttempt {
         }
     }
 
-    /// Replays after a dropped 401: the token it answered is invalidated (if still current)
-    /// and a credential obtained again.
+    /// Replays after a dropped refusal (a 401, or a status of `renew_on_status`): the token
+    /// it answered is invalidated (if still current) and a credential obtained again.
     private func reauthorize() {
         guard let exchange = self.exchange, !exchange.isComplete else { return }
         if let token = self.token {
             self.entry?.source.invalidate(token)
         }
-        self.logger.info("replaying after 401", metadata: ["route": "\(self.match.route.name)"])
+        self.logger.info("replaying with a renewed token", metadata: ["route": "\(self.match.route.name)"])
         self.obtainCredential()
     }
 

@@ -200,19 +200,18 @@ extension ForwardingStateMachine {
     }
 
     /// The response head arrived. A 401 is dropped when the provider says the credential
-    /// itself was refused (`refusal`, answered instead) or when the request is replayed.
+    /// itself was refused (`refusal`, answered instead); a 401 or another status the route
+    /// renews on (`renew_on_status`) is dropped when the request is replayed.
     mutating func responseHeadReceived(status: Int, refusal: ProxyError?) -> Action {
         switch self.state {
         case .transferring(.awaitingHead):
-            if status == 401 {
-                if let refusal {
-                    self.state = .transferring(.dropping(refusal: refusal))
-                    return .dropResponse
-                }
-                if self.replay.unauthorized() == .replay {
-                    self.state = .transferring(.dropping(refusal: nil))
-                    return .dropResponse
-                }
+            if status == 401, let refusal {
+                self.state = .transferring(.dropping(refusal: refusal))
+                return .dropResponse
+            }
+            if self.replay.renews(status), self.replay.unauthorized() == .replay {
+                self.state = .transferring(.dropping(refusal: nil))
+                return .dropResponse
             }
             self.state = .transferring(.relaying)
             return .relayResponse

@@ -2,7 +2,8 @@
 /// "A reused connection that fails"), as a pure state machine. Two events can each cause one
 /// more attempt:
 ///
-/// - a 401: replayed once with a fresh token, on routes with `retry_on_401`;
+/// - a 401, or another status the route's `renew_on_status` lists: replayed once with a
+///   fresh token, on routes with `retry_on_401`;
 /// - a reused upstream connection that failed before any byte of an answer: the request is
 ///   resent once on a new connection, when its method is idempotent (RFC 9110 §9.2.2; a
 ///   proxy never retries the others on its own, RFC 9112 §9.3.1).
@@ -48,12 +49,15 @@ struct ReplayStateMachine: Sendable, Equatable {
 
     private var state: State
     private let limit: Int
+    /// The statuses that say the token was refused (`renew_on_status`).
+    private let renewingStatuses: [Int]
 
     /// `replaysUnauthorized` is the route's `retry_on_401` with a provider that can renew its
-    /// token; `idempotent` whether the method may be resent; `limit` the replay buffer;
-    /// `hasBody` whether the request has a body at all.
-    init(replaysUnauthorized: Bool, idempotent: Bool, limit: Int, hasBody: Bool) {
+    /// token, `renewingOn` its `renew_on_status`; `idempotent` whether the method may be
+    /// resent; `limit` the replay buffer; `hasBody` whether the request has a body at all.
+    init(replaysUnauthorized: Bool, renewingOn: [Int] = [401], idempotent: Bool, limit: Int, hasBody: Bool) {
         self.limit = limit
+        self.renewingStatuses = renewingOn
         var retries: Retries = []
         if replaysUnauthorized {
             retries.insert(.replayAfterUnauthorized)
@@ -94,7 +98,13 @@ struct ReplayStateMachine: Sendable, Equatable {
         self.state = .holding(kept: kept, complete: true, retries: retries)
     }
 
-    /// The upstream answered 401.
+    /// Whether an answer with `status` says the token was refused, so that it renews the
+    /// token and replays (``unauthorized()``) rather than going to the client.
+    func renews(_ status: Int) -> Bool {
+        self.renewingStatuses.contains(status)
+    }
+
+    /// The upstream refused the token: 401, or another status of ``renews(_:)``.
     mutating func unauthorized() -> Decision {
         // A second 401 goes to the client: the new token is refused too.
         self.take(.replayAfterUnauthorized) ? .replay : .relay

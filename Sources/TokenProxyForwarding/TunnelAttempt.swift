@@ -158,14 +158,18 @@ final class TunnelAttempt {
             )
             self.logger.warning("upstream failed", metadata: ["error": "\(error.code)", "reason": "\(error.message)"])
             self.answer(error)
-        case .success(let answer) where answer.head.status == 401 && self.replays:
-            // RFC 6750 §3.1: the token was refused; a renewed one is tried once.
+        case .success(let answer) where route.renewOnStatus.contains(answer.head.status) && self.replays:
+            // RFC 6750 §3.1: the token was refused (a 401, or a status of `renew_on_status`);
+            // a renewed one is tried once.
             self.replayed = true
             self.exchange.forwarding.replayed = true
             if let token = self.token {
                 self.entry?.source.invalidate(token)
             }
-            self.logger.info("replaying after 401", metadata: ["route": "\(route.name)"])
+            self.logger.info(
+                "replaying with a renewed token",
+                metadata: ["route": "\(route.name)", "upstream.status": "\(answer.head.status)"]
+            )
             self.obtainCredential()
         case .success(let answer):
             if let tunnel = answer.tunnel {
@@ -182,7 +186,8 @@ final class TunnelAttempt {
         }
     }
 
-    /// Whether a 401 to the handshake is replayed once with a renewed credential.
+    /// Whether a refusal of the handshake (`renew_on_status`) is replayed once with a renewed
+    /// credential.
     private var replays: Bool {
         !self.replayed && self.match.route.retryOn401 && self.entry?.source.canRenew == true
     }

@@ -33,9 +33,11 @@ package struct UpstreamFetcher: Sendable {
         /// The request's whole life in seconds: connecting, the TLS handshake, the head and
         /// the last byte of the body must all be done within it.
         package var timeout: Double
-        /// The answer's idle limit in seconds (`limits.endpoint_idle_seconds`): once the
-        /// request is sent, its head must arrive within it (else 504 `upstream_timeout`), and
-        /// no gap in its body may be longer (else the answer broke off).
+        /// How long the head may take once the request is sent, in seconds (else 504
+        /// `upstream_timeout`): an identity provider may think a while before it answers.
+        package var headTimeout: Double
+        /// The body's idle limit in seconds (`limits.endpoint_idle_seconds`): no gap between
+        /// its bytes may be longer (else the answer broke off).
         package var idleTimeout: Double
         /// Largest body accepted; a larger one fails the request.
         package var maximumBodyBytes: Int
@@ -50,6 +52,7 @@ package struct UpstreamFetcher: Sendable {
             caFile: String? = nil,
             connectTimeout: Double = 10,
             timeout: Double = 30,
+            headTimeout: Double = Limits().endpointHeadSeconds,
             idleTimeout: Double = Limits().endpointIdleSeconds,
             maximumBodyBytes: Int = 1 << 20
         ) {
@@ -61,6 +64,7 @@ package struct UpstreamFetcher: Sendable {
             self.caFile = caFile
             self.connectTimeout = connectTimeout
             self.timeout = timeout
+            self.headTimeout = headTimeout
             self.idleTimeout = idleTimeout
             self.maximumBodyBytes = maximumBodyBytes
         }
@@ -90,7 +94,7 @@ package struct UpstreamFetcher: Sendable {
             clientCertificate: nil,
             clientKeyPEM: nil,
             connectTimeout: min(request.connectTimeout, request.timeout),
-            firstByteTimeout: min(request.idleTimeout, request.timeout),
+            firstByteTimeout: min(request.headTimeout, request.timeout),
             totalTimeout: request.timeout,
             idleTimeout: request.idleTimeout,
             // A token request is a POST: libcurl must not send it a second time by itself;

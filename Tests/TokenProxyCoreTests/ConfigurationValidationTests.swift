@@ -470,6 +470,12 @@ struct ConfigurationValidationTests {
             message: "conflicts with the 'Authorization' header injected by provider 'key'"
         ),
         .init(
+            "renew_on_status with a success status",
+            routes: P.route(#""renew_on_status": [401, 200]"#),
+            path: "routes[0].renew_on_status[1]",
+            message: "must be a 4xx or 5xx status"
+        ),
+        .init(
             "upgrade_protocols entry that is not a token",
             routes: P.route(#""upgrade_protocols": ["web socket"]"#),
             path: "routes[0].upgrade_protocols[0]",

@@ -209,4 +209,27 @@ struct ForwardingStateMachineTests {
             }
         }
     }
+
+    /// A head with a status the route renews on (`renew_on_status`) is dropped and the request
+    /// replayed, once; an unlisted status, a 403 by default, is relayed.
+    @Test(arguments: [([401], 403, false), ([401, 403], 403, true), ([403], 401, false), ([401, 403], 401, true)])
+    func aListedStatusIsDroppedForAReplay(listed: [Int], status: Int, replayed: Bool) {
+        var machine = ForwardingStateMachine(
+            replay: ReplayStateMachine(
+                replaysUnauthorized: true,
+                renewingOn: listed,
+                idempotent: true,
+                limit: 10,
+                hasBody: false
+            ),
+            needsCredential: true,
+            signsBody: false,
+            signedBodyLimit: 10
+        )
+        _ = machine.start()
+        _ = machine.credentialObtained(fetchedForRequest: false)
+        #expect(
+            machine.responseHeadReceived(status: status, refusal: nil) == (replayed ? .dropResponse : .relayResponse)
+        )
+    }
 }

@@ -58,6 +58,8 @@ import TokenProxyConfiguration
             ("https", "git.example.com", nil, "host"),
             ("https", "git.example.com:443", nil, "host"),
             ("https", "git.example.com", "team/repo.git", "team"),
+            ("https", "git.example.com", "team/my repo.git", "team"),
+            ("https", "git.example.com", "team/repo.git/", "team"),
             ("https", "git.example.com", "teams/repo.git", "host"),
             ("https", "git.example.com", "other/repo.git", "host"),
             ("https", "git.example.com:8443", "any/repo.git", "port"),
@@ -103,7 +105,9 @@ import TokenProxyConfiguration
     @Test(arguments: [
         "team-a/../team/repo.git", "team/../other/repo.git", "team/./repo.git", "./team/repo.git", "team/%2e%2e/x.git",
         "team/%2E./x.git", "team/.%2e/x.git", "team/%2e/x.git", "team%2frepo.git", "team%2Frepo.git", "team%5crepo.git",
-        "team\\..\\other.git", "team/repo.git\n", "team/\u{7F}/repo.git",
+        "team\\..\\other.git", "team/repo.git\n", "team-a/..;/team/x.git", "team/%2e%2e;x/y.git", "team//repo.git",
+        "team/\u{FF0E}\u{FF0E}/x.git", "team/%c0%ae%c0%ae/x.git", "team/%25252e%25252e/x.git", "team/%00/x.git",
+        "team/\u{7F}/repo.git",
     ])
     func hostilePathsMatchNothing(path: String) {
         let matcher = GitCredentialMatcher(routes: Self.routes)

@@ -173,6 +173,18 @@ import Testing
         #expect(try redis.cli(["EXISTS", "tokenproxy:lease:app"]) == "0")
     }
 
+    /// A lease key that holds another type (a prefix shared with another application) is not
+    /// a lease: it is left as it is, and this process uses its own lock.
+    @Test func aLeaseKeyOfAnotherTypeIsLeftAlone() throws {
+        let redis = try RedisFixture()
+        try redis.cli(["HSET", "tokenproxy:lease:app", "owner", "another-application"])
+        let store = self.store(redis, leaseLifetime: .seconds(1))
+        let lock = try store.lockProvider("app", deadline: .now + .seconds(5))
+        lock.release()
+        #expect(try redis.cli(["TYPE", "tokenproxy:lease:app"]) == "hash")
+        #expect(try redis.cli(["PTTL", "tokenproxy:lease:app"]) == "-1")
+    }
+
     @Test func anUnreachableServerFallsBackToMemoryAndSharesOnceItAnswers() throws {
         let redis = try RedisFixture()
         redis.stop()

@@ -25,6 +25,21 @@ struct ReplayStateMachineTests {
         #expect(machine.lostReusedConnection() == .fail)
     }
 
+    /// `renew_on_status`: only the listed statuses say the token was refused.
+    @Test(arguments: [
+        ([401], 401, true), ([401], 403, false), ([401, 403], 403, true), ([403], 401, false), ([401], 400, false),
+    ])
+    func renewsOnlyTheListedStatuses(listed: [Int], status: Int, renews: Bool) {
+        let machine = ReplayStateMachine(
+            replaysUnauthorized: true,
+            renewingOn: listed,
+            idempotent: false,
+            limit: 10,
+            hasBody: false
+        )
+        #expect(machine.renews(status) == renews)
+    }
+
     @Test func disabledNeverReplays() {
         var machine = ReplayStateMachine(replaysUnauthorized: false, idempotent: true, limit: 10, hasBody: false)
         #expect(machine.unauthorized() == .relay)

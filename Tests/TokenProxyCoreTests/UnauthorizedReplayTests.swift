@@ -83,4 +83,34 @@ struct UnauthorizedReplayTests {
         #expect(try fixture.get("/api/protected").status == 401)
         #expect(fixture.auth.requests.count == 1)
     }
+
+    /// `renew_on_status`: an API that answers a revoked token with 403 gets the same renewal
+    /// and replay as a 401, once.
+    @Test func aListedStatusRenewsTheTokenAndReplaysOnce() throws {
+        let fixture = try OAuthFixture(route: #", "renew_on_status": [401, 403]"#)
+        #expect(try fixture.get("/api/forbidden").status == 200)
+        fixture.forwarding.upstream.revoke("Bearer issued-1")
+        let response = try fixture.get("/api/forbidden")
+        #expect(response.status == 200)
+        #expect(fixture.auth.requests.count == 2)
+        let sent = fixture.forwarding.upstream.requests.map { $0.headers.first("Authorization") }
+        #expect(sent == ["Bearer issued-1", "Bearer issued-1", "Bearer issued-2"])
+        // A second refusal goes to the client.
+        fixture.forwarding.upstream.refuseAllTokens()
+        #expect(try fixture.get("/api/forbidden").status == 403)
+        #expect(fixture.auth.requests.count == 3)
+    }
+
+    /// Unlisted, a 403 goes to the client as it is, and a 401 is no longer renewed when the
+    /// list leaves it out.
+    @Test func anUnlistedStatusIsRelayed() throws {
+        let fixture = try OAuthFixture()
+        fixture.forwarding.upstream.refuseAllTokens()
+        #expect(try fixture.get("/api/forbidden").status == 403)
+        #expect(fixture.auth.requests.count == 1)
+        let only403 = try OAuthFixture(route: #", "renew_on_status": [403]"#)
+        only403.forwarding.upstream.refuseAllTokens()
+        #expect(try only403.get("/api/protected").status == 401)
+        #expect(only403.auth.requests.count == 1)
+    }
 }

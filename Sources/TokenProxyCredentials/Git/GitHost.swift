@@ -35,17 +35,23 @@ enum GitHost {
         return port == defaultPort ? name : "\(name):\(port)"
     }
 
-    /// The segments of git's `path` (no leading `/`), or nil when it has a `.` or `..` segment
-    /// (plain or percent-encoded), an encoded `/` or `\`, a backslash, or a control character:
-    /// such a path may name another route's repository once the server resolves it.
+    /// The segments of git's `path` (no leading `/`), or nil when a server could resolve it
+    /// to another route's repository: a `.` or `..` segment (plain, percent-encoded, or before
+    /// a `;` parameter as servlet containers read `..;`), an empty segment inside it (`a//b`),
+    /// an encoded `/`, `\` or `%`, a backslash, a control character or a byte outside ASCII (plain or
+    /// decoded, which covers overlong and full-width dots), or a control character.
     static func pathSegments(_ path: String) -> [Substring]? {
-        for byte in path.utf8 where byte < 0x20 || byte == 0x7F || byte == UInt8(ascii: "\\") {
+        for byte in path.utf8 where byte < 0x20 || byte >= 0x7F || byte == UInt8(ascii: "\\") {
             return nil
         }
-        let segments = path.split(separator: "/")
+        var segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        if segments.last?.isEmpty == true {
+            segments.removeLast()  // `org/repo.git/`
+        }
         for segment in segments {
+            guard !segment.isEmpty else { return nil }
             let decoded = PercentEncodedSegment(segment)
-            guard !decoded.isDotSegment, !decoded.hasEncodedSeparator else { return nil }
+            guard !decoded.isDotSegment, !decoded.isUnsafe else { return nil }
         }
         return segments
     }
@@ -85,10 +91,11 @@ enum GitHost {
 }
 
 /// A path segment with its `%XX` escapes decoded only as far as the checks need: whether it
-/// is a dot segment and whether it hides a separator.
+/// is a dot segment (also before a `;` parameter), and whether it hides a separator, a
+/// percent sign (a second round of decoding) or a byte outside printable ASCII.
 private struct PercentEncodedSegment {
     let isDotSegment: Bool
-    let hasEncodedSeparator: Bool
+    let isUnsafe: Bool
 
     init(_ segment: Substring) {
         var decoded: [UInt8] = []
@@ -100,15 +107,21 @@ private struct PercentEncodedSegment {
                 let low = Self.hexValue(bytes[bytes.index(after: bytes.startIndex)])
             {
                 let value = high << 4 | low
-                if value == UInt8(ascii: "/") || value == UInt8(ascii: "\\") { separator = true }
+                if value == UInt8(ascii: "/") || value == UInt8(ascii: "\\") || value == UInt8(ascii: "%")
+                    || value < 0x20 || value >= 0x7F
+                {
+                    separator = true
+                }
                 decoded.append(value)
                 bytes = bytes.dropFirst(2)
             } else {
                 decoded.append(byte)
             }
         }
-        self.isDotSegment = decoded == [UInt8(ascii: ".")] || decoded == [UInt8(ascii: "."), UInt8(ascii: ".")]
-        self.hasEncodedSeparator = separator
+        let name = decoded.prefix { $0 != UInt8(ascii: ";") }
+        self.isDotSegment =
+            name.elementsEqual([UInt8(ascii: ".")]) || name.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")])
+        self.isUnsafe = separator
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

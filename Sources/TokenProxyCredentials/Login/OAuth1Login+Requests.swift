@@ -55,6 +55,7 @@ extension OAuth1Login {
             caFile: self.provider.caFile,
             connectTimeout: self.limits.upstreamConnectTimeoutSeconds,
             timeout: deadline.requestSeconds(atMost: self.limits.tokenRequestSeconds),
+            headTimeout: self.limits.endpointHeadSeconds,
             idleTimeout: self.limits.endpointIdleSeconds,
             maximumBodyBytes: Self.maximumAnswerBytes
         )

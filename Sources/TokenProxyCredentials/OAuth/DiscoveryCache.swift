@@ -21,18 +21,20 @@ final class DiscoveryCache: Sendable {
     private let caFile: String?
     private let fetcher: UpstreamFetcher
     private let requestSeconds: Double
+    private let headSeconds: Double
     private let idleSeconds: Double
     private let cached = Mutex<DiscoveredEndpoints?>(nil)
 
     /// Discovery for `issuer`, each discovery done within `requestSeconds` (30 by default,
-    /// the default of `limits.token_request_seconds`), a document's answer bringing no byte
-    /// for at most `idleSeconds` (`limits.endpoint_idle_seconds`).
+    /// the default of `limits.token_request_seconds`), a document's head coming within
+    /// `headSeconds` and its body pausing at most `idleSeconds` (`limits.endpoint_idle_seconds`).
     init(
         issuer: String,
         allowPlainHTTP: Bool,
         caFile: String?,
         fetcher: UpstreamFetcher,
         requestSeconds: Double = Limits().tokenRequestSeconds,
+        headSeconds: Double = Limits().endpointHeadSeconds,
         idleSeconds: Double = Limits().endpointIdleSeconds
     ) {
         var issuer = issuer
@@ -44,6 +46,7 @@ final class DiscoveryCache: Sendable {
         self.caFile = caFile
         self.fetcher = fetcher
         self.requestSeconds = requestSeconds
+        self.headSeconds = headSeconds
         self.idleSeconds = idleSeconds
     }
 
@@ -104,6 +107,7 @@ final class DiscoveryCache: Sendable {
             caFile: self.caFile,
             // The document's whole life: connect, TLS, head and body.
             timeout: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18,
+            headTimeout: self.headSeconds,
             idleTimeout: self.idleSeconds
         )
         self.fetcher.fetch(request) { [self] result in

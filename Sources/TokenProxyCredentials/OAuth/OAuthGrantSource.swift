@@ -41,6 +41,8 @@ final class OAuthGrantSource: CredentialSource {
     private let longestRetryAfter: Double
     /// Fired when a reload retires the source: stops its token request in flight.
     private let abandonment = CancellationSignal()
+    /// The source a reload replaced this one with, once retired.
+    private let successor = Mutex<(any CredentialSource)?>(nil)
 
     init(
         provider: ProviderConfiguration,
@@ -94,9 +96,19 @@ final class OAuthGrantSource: CredentialSource {
 
     func retire(handingOverTo successor: (any CredentialSource)?) {
         let name = self.provider.name
+        self.successor.withLock { $0 = successor }
+        // A successor whose tokens are the same (a rotated client secret, another header
+        // format) lets the running request end: its answer may carry a rotated refresh token
+        // that only it can save. Otherwise the request is abandoned.
+        let sameTokens =
+            (successor as? OAuthGrantSource)?.provider.tokenFingerprint() == self.provider.tokenFingerprint()
         // The cache first: the waiters go to the successor, and the abandoned fetch's failure,
         // which the cancellation brings at once, reaches nobody.
-        defer { self.abandonment.cancel() }
+        defer {
+            if !sameTokens {
+                self.abandonment.cancel()
+            }
+        }
         self.cache.retire { completion, until in
             switch successor {
             case let successor as OAuthGrantSource:
@@ -147,6 +159,8 @@ final class OAuthGrantSource: CredentialSource {
     func invalidate(_ token: AccessToken) {
         self.refused.withLock { $0 = token.value }
         self.cache.invalidate(token)
+        // A request that began before a reload reports its refused token to the successor.
+        self.successor.withLock { $0 }?.invalidate(token)
     }
 
     /// Starts the one fetch on a credential thread (``CredentialWorker``): taking the store

@@ -32,7 +32,8 @@ struct TokenEndpointClient: Sendable {
     let provider: ProviderConfiguration
     let fetcher: UpstreamFetcher
     let connectTimeout: Double
-    /// How long an answer may bring no byte (`limits.endpoint_idle_seconds`).
+    /// How long an answer's head may take, and its body pause (`limits.endpoint_idle_seconds`).
+    let headTimeout: Double
     let idleTimeout: Double
     /// The provider's discovery document, when it names an `issuer` and no `token_url`.
     let discovery: DiscoveryCache?
@@ -42,6 +43,7 @@ struct TokenEndpointClient: Sendable {
         self.provider = provider
         self.fetcher = fetcher
         self.connectTimeout = limits.upstreamConnectTimeoutSeconds
+        self.headTimeout = limits.endpointHeadSeconds
         self.idleTimeout = limits.endpointIdleSeconds
         if let issuer = provider.issuer {
             self.discovery = DiscoveryCache(
@@ -50,6 +52,7 @@ struct TokenEndpointClient: Sendable {
                 caFile: provider.caFile,
                 fetcher: fetcher,
                 requestSeconds: limits.tokenRequestSeconds,
+                headSeconds: limits.endpointHeadSeconds,
                 idleSeconds: limits.endpointIdleSeconds
             )
         } else {
@@ -186,7 +189,7 @@ struct TokenEndpointClient: Sendable {
         let sentAt = ContinuousClock.now
         var bounded = request
         bounded.timeout = max(0.001, Double((deadline - sentAt).milliseconds) / 1000)
-        let idleTimeout = bounded.idleTimeout
+        let headTimeout = bounded.headTimeout
         self.fetcher.fetch(bounded, cancellation: bounds.cancellation) { result in
             let retryAfter: Double?
             var failure: Failure
@@ -197,8 +200,8 @@ struct TokenEndpointClient: Sendable {
                 // endpoint.
                 let message =
                     transport.code == .upstreamTimeout
-                    ? "the token endpoint did not answer in time (limits.endpoint_idle_seconds: "
-                        + "\(idleTimeout) s)"
+                    ? "the token endpoint sent no answer within \(headTimeout) s "
+                        + "(the longer of limits.endpoint_idle_seconds and token_wait_seconds)"
                     : "cannot reach the token endpoint: \(transport.message)"
                 failure = Failure(error: self.error(message))
             case .success(let response):
@@ -335,6 +338,7 @@ struct TokenEndpointClient: Sendable {
                 allowPlainHTTP: self.provider.allowInsecureEndpoints,
                 caFile: self.provider.caFile,
                 connectTimeout: self.connectTimeout,
+                headTimeout: self.headTimeout,
                 idleTimeout: self.idleTimeout
             )
         )

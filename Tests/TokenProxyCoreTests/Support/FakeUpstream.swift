@@ -111,13 +111,15 @@ final class FakeUpstream: HTTPExchangeHandler, @unchecked Sendable {
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "text/plain")
             exchange.respond(HTTPResponse(status: status, headers: headers, body: Array("status \(status)\n".utf8)))
-        case "protected":
+        case "protected", "forbidden":
+            // `forbidden` answers a refused token with 403, as some APIs do.
             let authorization = exchange.head.headers.first("Authorization") ?? ""
             let refused = self.lock.withLock { self.refuseEveryToken || self.revoked.contains(authorization) }
             var headers = HTTPHeaders()
             if refused {
                 headers.add(name: "WWW-Authenticate", value: #"Bearer error="invalid_token""#)
-                exchange.respond(HTTPResponse(status: 401, headers: headers, body: Array("revoked\n".utf8)))
+                let status = parts.first == "forbidden" ? 403 : 401
+                exchange.respond(HTTPResponse(status: status, headers: headers, body: Array("revoked\n".utf8)))
             } else {
                 headers.add(name: "X-Body-SHA256", value: digest)
                 exchange.respond(HTTPResponse(status: 200, headers: headers, body: Array("protected ok\n".utf8)))

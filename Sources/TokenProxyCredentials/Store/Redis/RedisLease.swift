@@ -68,6 +68,8 @@ final class RedisLease: TokenStoreLock {
                 break
             case 2:
                 client.staleLeaseFound(key)
+            case 3:
+                throw RedisError(.refused, "\(key) holds another type of value than a lease")
             default:
                 throw RedisError(.refused, "the lease of \(key) gave an unexpected answer")
             }

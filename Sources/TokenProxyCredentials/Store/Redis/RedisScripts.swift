@@ -47,8 +47,11 @@ enum RedisScripts {
     /// longer one than a lease can have (written by hand or by a tool, or its TTL dropped):
     /// its expiry is then cut to one lifetime, so it is taken over within that and no
     /// writer can block a provider for longer. A holder that is alive keeps it by renewing.
+    /// Returns 3, changing nothing, when the key holds another type than a string: not a lease,
+    /// and not this store's to expire.
     static let acquireLease = """
         if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+        if redis.call('TYPE', KEYS[1]).ok ~= 'string' then return 3 end
         local ttl = redis.call('PTTL', KEYS[1])
         if ttl == -1 or ttl > tonumber(ARGV[2]) then
           redis.call('PEXPIRE', KEYS[1], ARGV[2])
