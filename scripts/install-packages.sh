@@ -5,14 +5,18 @@
 # TLS tests, Chromium for the browser tests, Prometheus and promtool for the metrics tests,
 # python3-venv for the project's Python environment, git and fcgiwrap for the git credential
 # helper's tests against `git http-backend`, kubectl for the exec credential plugin's,
-# redis-server for the Redis token store's). Uses
+# redis-server for the Redis token store's; dpkg-dev, binutils, lintian, man-db, systemd and
+# curl to build, lint, install and run the Debian package in scripts/check-deploy.sh). Uses
 # sudo only when not run as root, so it works in a bare container too.
 set -euo pipefail
 
 packages=(libcurl4-openssl-dev libhiredis-dev pkg-config ca-certificates)
 case "${1:-build}" in
     build) ;;
-    test) packages+=(openssl nginx-light chromium prometheus python3-venv git fcgiwrap redis-server) ;;
+    test)
+        packages+=(openssl nginx-light chromium prometheus python3-venv git fcgiwrap redis-server
+            dpkg-dev binutils lintian man-db systemd curl)
+        ;;
     *) echo "usage: $0 [build|test]" >&2; exit 2 ;;
 esac
 # Debian's kubectl, unless a kubectl (for instance the Google Cloud SDK's) is there already:

@@ -7,7 +7,7 @@
 #
 # The version is the VERSION file's. What the package holds:
 #   /usr/bin/tokenproxy                          the binary, stripped
-#   /usr/share/man/man1/tokenproxy*.1.gz         one page per command, from the command
+#   /usr/share/man/man1/tokenproxy*.1.gz         one page per command (tokenproxy.serve(1), ...), from the command
 #                                                definitions (swift-argument-parser's
 #                                                generate-manual plugin)
 #   bash, zsh and fish completions               from `tokenproxy --generate-completion-script`
@@ -47,12 +47,13 @@ strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root/u
 # Manual pages: generate-manual reads the command definitions (`--experimental-dump-help`) of
 # the package's own build of the tokenproxy product, the same sources as the binary above.
 # The debug build is the one the tests build already; the plugin reuses it.
+rm -rf .build/plugins/GenerateManual/outputs/tokenproxy
 swift package plugin generate-manual --configuration debug --multi-page --date "$date" \
     --authors "$maintainer" >&2
-manuals="$(swift build --show-bin-path)/../plugins/GenerateManual/outputs/tokenproxy"
-[ -d "$manuals" ] || manuals=.build/plugins/GenerateManual/outputs/tokenproxy
+manuals=.build/plugins/GenerateManual/outputs/tokenproxy
 for page in "$manuals"/*.1; do
-    gzip -9n <"$page" >"$root/usr/share/man/man1/$(basename "$page").gz"
+    name=$(basename "$page")
+    gzip -9n <"$page" >"$root/usr/share/man/man1/$name.gz"
 done
 [ -f "$root/usr/share/man/man1/tokenproxy.1.gz" ] || { echo "package-deb.sh: no tokenproxy.1 in $manuals" >&2; exit 1; }
 
