@@ -67,7 +67,11 @@ install -D -m 0644 deploy/systemd/tokenproxy.service "$root/lib/systemd/system/t
 install -D -m 0644 deploy/debian/sysusers.conf "$root/usr/lib/sysusers.d/tokenproxy.conf"
 install -D -m 0644 deploy/debian/tmpfiles.conf "$root/usr/lib/tmpfiles.d/tokenproxy.conf"
 install -D -m 0644 deploy/debian/proxy.json "$root/etc/tokenproxy/proxy.json"
-install -D -m 0644 deploy/debian/lintian-overrides "$root/usr/share/lintian/overrides/tokenproxy"
+# Overrides of lintian tags, each with its reason in a comment above it; none are shipped when
+# the file holds no override.
+if grep -qv '^\(#\|$\)' deploy/debian/lintian-overrides; then
+    install -D -m 0644 deploy/debian/lintian-overrides "$root/usr/share/lintian/overrides/tokenproxy"
+fi
 
 install -m 0644 deploy/debian/copyright "$doc/copyright"
 gzip -9n <CHANGELOG.md >"$doc/changelog.gz"
