@@ -24,8 +24,9 @@ COPY deploy/debian ./deploy/debian
 COPY deploy/systemd ./deploy/systemd
 # scripts/package-deb.sh makes the Debian package from the one release build,
 # scripts/build-release.sh (static Swift runtime, lld with packed relative relocations, the
-# start-up code laid out together; docs/performance.md says why).
-RUN mkdir /out && cp "$(PACKAGE_DIR=/out scripts/package-deb.sh | tail -n 1)" /out/tokenproxy.deb
+# start-up code laid out together; docs/performance.md says why). Its manual pages come from
+# swift-argument-parser's generate-manual plugin, which runs a debug build of the commands.
+RUN PACKAGE_DIR=/out scripts/package-deb.sh && mv /out/tokenproxy_*.deb /out/tokenproxy.deb
 
 # Runtime stage: the Debian package and what it depends on (libcurl, hiredis, the C library),
 # CA certificates and an unprivileged user; nothing else. The user is made here, with a fixed

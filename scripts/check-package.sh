@@ -65,8 +65,8 @@ done
 step "tokenproxy check --config /etc/tokenproxy/proxy.json"
 /usr/bin/tokenproxy check --config /etc/tokenproxy/proxy.json
 
-step "systemd-analyze verify /lib/systemd/system/tokenproxy.service"
-output=$(systemd-analyze verify /lib/systemd/system/tokenproxy.service 2>&1) || { echo "$output"; exit 1; }
+step "systemd-analyze verify /usr/lib/systemd/system/tokenproxy.service"
+output=$(systemd-analyze verify /usr/lib/systemd/system/tokenproxy.service 2>&1) || { echo "$output"; exit 1; }
 [ -z "$output" ] || { echo "FAILED: $output"; exit 1; }
 
 step "the system user and the state directory"

@@ -11,7 +11,7 @@
 #                                                definitions (swift-argument-parser's
 #                                                generate-manual plugin)
 #   bash, zsh and fish completions               from `tokenproxy --generate-completion-script`
-#   /lib/systemd/system/tokenproxy.service       deploy/systemd/tokenproxy.service
+#   /usr/lib/systemd/system/tokenproxy.service       deploy/systemd/tokenproxy.service
 #   /usr/lib/sysusers.d, /usr/lib/tmpfiles.d     the system user and the state directory
 #   /etc/tokenproxy/proxy.json                   an example configuration (a conffile)
 #   /usr/share/doc/tokenproxy/                   copyright, changelog.gz (CHANGELOG.md),
@@ -51,19 +51,27 @@ rm -rf .build/plugins/GenerateManual/outputs/tokenproxy
 swift package plugin generate-manual --configuration debug --multi-page --date "$date" \
     --authors "$maintainer" >&2
 manuals=.build/plugins/GenerateManual/outputs/tokenproxy
+# The pages name a subcommand's page `.Nm "tokenproxy serve"`, which man renders but
+# lexgrog (man-db's whatis indexer) cannot parse, so `apropos` would not list it: the NAME
+# section takes the page's own name (`tokenproxy.serve`, what `man` is given), and the
+# synopsis keeps the command as typed. The quotes around `.Nd`'s text go as well. (lintian's
+# bad-whatis-entry checks the result.)
 for page in "$manuals"/*.1; do
-    name=$(basename "$page")
-    gzip -9n <"$page" >"$root/usr/share/man/man1/$name.gz"
+    name=$(basename "$page" .1)
+    command=${name//./ }
+    sed -e "s/^\.Nm \"$command\"\$/.Nm $name/" -e "s/^\.Nm\$/.Nm $command/" \
+        -e 's/^\.Nd "\(.*\)"$/.Nd \1/' "$page" | gzip -9n >"$root/usr/share/man/man1/$name.1.gz"
 done
 [ -f "$root/usr/share/man/man1/tokenproxy.1.gz" ] || { echo "package-deb.sh: no tokenproxy.1 in $manuals" >&2; exit 1; }
 
 install -d "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" \
     "$root/usr/share/fish/vendor_completions.d"
-"$binary" --generate-completion-script bash >"$root/usr/share/bash-completion/completions/tokenproxy"
+# A bash completion is sourced, not run: without the generator's `#!/bin/bash` line.
+"$binary" --generate-completion-script bash | sed '1{/^#!/d}' >"$root/usr/share/bash-completion/completions/tokenproxy"
 "$binary" --generate-completion-script zsh >"$root/usr/share/zsh/vendor-completions/_tokenproxy"
 "$binary" --generate-completion-script fish >"$root/usr/share/fish/vendor_completions.d/tokenproxy.fish"
 
-install -D -m 0644 deploy/systemd/tokenproxy.service "$root/lib/systemd/system/tokenproxy.service"
+install -D -m 0644 deploy/systemd/tokenproxy.service "$root/usr/lib/systemd/system/tokenproxy.service"
 install -D -m 0644 deploy/debian/sysusers.conf "$root/usr/lib/sysusers.d/tokenproxy.conf"
 install -D -m 0644 deploy/debian/tmpfiles.conf "$root/usr/lib/tmpfiles.d/tokenproxy.conf"
 install -D -m 0644 deploy/debian/proxy.json "$root/etc/tokenproxy/proxy.json"
