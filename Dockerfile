@@ -28,7 +28,7 @@ COPY deploy/systemd ./deploy/systemd
 # swift-argument-parser's generate-manual plugin, which runs a debug build of the commands.
 RUN PACKAGE_DIR=/out scripts/package-deb.sh && mv /out/tokenproxy_*.deb /out/tokenproxy.deb
 
-# Runtime stage: the Debian package and what it depends on (libcurl, hiredis, the C library),
+# Runtime stage: the Debian package and what it depends on (libcurl, hiredis, the C and C++ runtime),
 # CA certificates and an unprivileged user; nothing else. The user is made here, with a fixed
 # number, before the package is installed (the package's sysusers.d file is for systemd hosts;
 # this image has no systemd, and the package's scripts skip it). Nothing is written outside

@@ -7,7 +7,8 @@
 #   scripts/build-release.sh .build-bench      # another scratch folder
 #   STARTUP_ORDER=none scripts/build-release.sh .build-order   # without the start-up layout
 #
-# - Static Swift runtime: the binary needs only libcurl, hiredis and the C library at run time.
+# - Static Swift runtime: the binary needs only libcurl, hiredis and the C and C++ runtime
+#   libraries at run time (the Debian package's Depends, scripts/package-deb.sh).
 # - lld with packed relative relocations (DT_RELR, glibc 2.36+): the static Swift runtime
 #   carries about 88,000 relative relocations, which otherwise fill a 2 MiB table that every
 #   start reads in; packed, they take 16 KiB.
