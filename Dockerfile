@@ -3,7 +3,8 @@
 # and how the image is checked (scripts/check-deploy.sh, scripts/image-rootfs.sh).
 
 # Build stage: the Swift toolchain image the project is built and tested with, plus the headers
-# of libcurl and hiredis (the Redis token store's client).
+# of libcurl and hiredis (the Redis token store's client) and what the Debian package is made
+# with (dpkg-dev for dpkg-shlibdeps, binutils for strip).
 FROM swift:6.3.1-bookworm AS build
 # DL3008 (pin apt package versions) does not fit Debian stable: the archive keeps only the
 # current version of each package in bookworm and bookworm-security, so a pinned version
@@ -12,30 +13,38 @@ FROM swift:6.3.1-bookworm AS build
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libcurl4-openssl-dev libhiredis-dev pkg-config \
+        dpkg-dev binutils \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY Package.swift ./
+COPY Package.swift VERSION CHANGELOG.md ./
 COPY Sources ./Sources
 COPY Tests ./Tests
-COPY scripts/build-release.sh scripts/startup.order ./scripts/
-# scripts/build-release.sh is the one release build (static Swift runtime, lld with packed
-# relative relocations, the start-up code laid out together); docs/performance.md says why.
-RUN install -D "$(scripts/build-release.sh .build)" /out/tokenproxy
+COPY scripts/build-release.sh scripts/package-deb.sh scripts/startup.order ./scripts/
+COPY deploy/debian ./deploy/debian
+COPY deploy/systemd ./deploy/systemd
+# scripts/package-deb.sh makes the Debian package from the one release build,
+# scripts/build-release.sh (static Swift runtime, lld with packed relative relocations, the
+# start-up code laid out together; docs/performance.md says why). Its manual pages come from
+# swift-argument-parser's generate-manual plugin, which runs a debug build of the commands.
+RUN PACKAGE_DIR=/out scripts/package-deb.sh && mv /out/tokenproxy_*.deb /out/tokenproxy.deb
 
-# Runtime stage: libcurl, hiredis, CA certificates and an unprivileged user; nothing else. Nothing is
-# written outside /var/lib/tokenproxy (the state volume), so the container runs with a
-# read-only root filesystem.
+# Runtime stage: the Debian package and what it depends on (libcurl, hiredis, the C and C++ runtime),
+# CA certificates and an unprivileged user; nothing else. The user is made here, with a fixed
+# number, before the package is installed (the package's sysusers.d file is for systemd hosts;
+# this image has no systemd, and the package's scripts skip it). Nothing is written outside
+# /var/lib/tokenproxy (the state volume), so the container runs with a read-only root
+# filesystem.
 FROM debian:12.15-slim
+COPY --from=build /out/tokenproxy.deb /tmp/tokenproxy.deb
 # DL3008: as in the build stage.
 # hadolint ignore=DL3008
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends libcurl4 libhiredis0.14 ca-certificates \
-    && rm -rf /var/lib/apt/lists/* \
-    && groupadd --system --gid 10001 tokenproxy \
+RUN groupadd --system --gid 10001 tokenproxy \
     && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/tokenproxy --no-create-home \
         --shell /usr/sbin/nologin tokenproxy \
-    && install -d -o 10001 -g 10001 -m 0700 /var/lib/tokenproxy
-COPY --from=build /out/tokenproxy /usr/local/bin/tokenproxy
+    && install -d -o 10001 -g 10001 -m 0700 /var/lib/tokenproxy \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends /tmp/tokenproxy.deb ca-certificates \
+    && rm -rf /var/lib/apt/lists/* /tmp/tokenproxy.deb
 COPY deploy/docker/healthcheck.sh /usr/local/lib/tokenproxy/healthcheck
 # The token store is $XDG_STATE_HOME/tokenproxy/tokens.json; tokenproxy creates that directory
 # (mode 0700) inside the volume, so the volume's own mode does not matter.
@@ -48,5 +57,5 @@ EXPOSE 8080
 # TOKENPROXY_HEALTH_ADDR and TOKENPROXY_HEALTH_PATH when the config moves the admin endpoints.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
     CMD ["/bin/bash", "/usr/local/lib/tokenproxy/healthcheck"]
-ENTRYPOINT ["/usr/local/bin/tokenproxy"]
+ENTRYPOINT ["/usr/bin/tokenproxy"]
 CMD ["serve", "--config", "/etc/tokenproxy/proxy.json"]

@@ -7,7 +7,8 @@
 #   scripts/build-release.sh .build-bench      # another scratch folder
 #   STARTUP_ORDER=none scripts/build-release.sh .build-order   # without the start-up layout
 #
-# - Static Swift runtime: the binary needs only libcurl, hiredis and the C library at run time.
+# - Static Swift runtime: the binary needs only libcurl, hiredis and the C and C++ runtime
+#   libraries at run time (the Debian package's Depends, scripts/package-deb.sh).
 # - lld with packed relative relocations (DT_RELR, glibc 2.36+): the static Swift runtime
 #   carries about 88,000 relative relocations, which otherwise fill a 2 MiB table that every
 #   start reads in; packed, they take 16 KiB.
@@ -28,6 +29,28 @@ flags=(-c release --static-swift-stdlib --product tokenproxy --scratch-path "$sc
 if [ "$order" != none ]; then
     [ -f "$order" ] || { echo "build-release.sh: $order is missing" >&2; exit 2; }
     flags+=(-Xlinker "--symbol-ordering-file=$order" -Xlinker --no-warn-symbol-ordering)
+fi
+# The commit `--version` names (docs/reference/cli.md, "Version"): none for a checkout at the
+# release tag of VERSION (`vX.Y.Z` or `X.Y.Z`) with no uncommitted change, else the commit,
+# marked when the checkout has uncommitted changes. A one-line object defines it and is
+# linked in under a name made from its contents, so a new commit relinks the binary and
+# compiles nothing again. Without git (a container build's context) no commit is recorded.
+version=$(tr -d '[:space:]' <VERSION)
+if commit=$(git rev-parse --short=12 HEAD 2>/dev/null); then
+    clean=yes
+    git diff --quiet HEAD -- 2>/dev/null || clean=no
+    if [ "$clean" = yes ] && git tag --points-at HEAD | grep -qxE "v?${version//./\\.}"; then
+        commit=""
+    elif [ "$clean" = no ]; then
+        commit="$commit, with uncommitted changes"
+    fi
+    mkdir -p "$scratch/build-commit"
+    object="$(cd "$scratch/build-commit" && pwd)/$(printf '%s' "$commit" | sha256sum | cut -c1-16).o"
+    if [ ! -f "$object" ]; then
+        printf 'const char tp_build_commit[] = "%s";\n' "$commit" >"$object.c"
+        clang -c -fPIC -O2 -o "$object" "$object.c"
+    fi
+    flags+=(-Xlinker "$object")
 fi
 # SwiftPM relinks only when an input it tracks changes, and the ordering file is not one:
 # after scripts/startup-order.sh writes a new list, remove the binary so that it is linked

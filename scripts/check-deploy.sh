@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Checks the deployable artifacts with the tools their users trust, and exits non-zero when
-# any check fails (deploy/README.md, "Checks"):
+# any check fails (docs/contributing/deploy-checks.md):
+#   - the Debian package (scripts/package-deb.sh): lintian with no error and no warning; then
+#     installed with apt, run (--version against VERSION, `man tokenproxy`, `check` of the
+#     example configuration, `systemd-analyze verify` of the installed unit, the demo served
+#     from /usr/bin/tokenproxy) and purged, leaving the file system as it was;
 #   - Dockerfile: hadolint, checkov (dockerfile);
 #   - deploy/kubernetes/*.yaml: kubernetes-validate (strict, against the Kubernetes schemas of
 #     the newest and the oldest supported minor) and checkov (kubernetes), and every embedded
@@ -9,21 +13,24 @@
 #     `systemd-analyze security --offline=true` with an exposure of at most 2.0;
 #   - the shell scripts of deploy/, scripts/ and bench/: shellcheck.
 # Installs what it needs: the PyPI tools into the project's own virtual environment
-# `.venv-deploy`, systemd, shellcheck and python3-venv through apt when missing. Builds the
-# debug binary for `tokenproxy check` (`swift build`) unless TOKENPROXY_BIN names one.
+# `.venv-deploy`; systemd, shellcheck, python3-venv, lintian, dpkg-dev, binutils, man-db and
+# curl through apt when missing. Builds the debug binary for `tokenproxy check` (`swift
+# build`) unless TOKENPROXY_BIN names one, and the release binary for the package
+# (scripts/build-release.sh) unless TOKENPROXY_RELEASE_BIN names one. Installing and purging
+# the package needs root (or sudo), and no tokenproxy package installed already.
 # scripts/image-rootfs.sh, which runs the image's filesystem, is separate (it takes minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(systemd shellcheck python3-venv)
+packages=(systemd shellcheck python3-venv lintian dpkg-dev binutils man-db curl)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+export DEBIAN_FRONTEND=noninteractive
 if [ ${#missing[@]} -gt 0 ]; then
-    sudo=()
-    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-    export DEBIAN_FRONTEND=noninteractive
     "${sudo[@]}" apt-get update -qq
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
@@ -89,12 +96,15 @@ done
 
 # `verify` needs the ExecStart= program to exist: a copy of the unit names the built binary.
 # It reports problems (an unknown key, say) as messages and still exits 0, so any output fails.
+# The manual pages that Documentation= names exist once the package is installed: the
+# package check verifies the installed unit with them (scripts/check-package.sh), this one
+# without (--man=no).
 unit=deploy/systemd/tokenproxy.service
 verify_unit() {
     local copy output
     copy="$configs/$(basename "$unit")"
-    sed "s#/usr/local/bin/tokenproxy#$(realpath "$binary")#g" "$unit" >"$copy"
-    output="$(systemd-analyze verify "$copy" 2>&1)" || { echo "$output"; return 1; }
+    sed "s#/usr/bin/tokenproxy#$(realpath "$binary")#g" "$unit" >"$copy"
+    output="$(systemd-analyze verify --man=no "$copy" 2>&1)" || { echo "$output"; return 1; }
     [ -z "$output" ] || { echo "$output"; return 1; }
 }
 run "systemd-analyze verify" verify_unit
@@ -107,7 +117,27 @@ security_unit() {
 }
 run "systemd-analyze security (exposure <= 2.0)" security_unit
 
-run "shellcheck" shellcheck -x deploy/docker/healthcheck.sh scripts/*.sh bench/*.sh
+run "shellcheck" shellcheck -x deploy/docker/healthcheck.sh deploy/debian/postinst deploy/debian/prerm \
+    deploy/debian/postrm scripts/*.sh bench/*.sh
+
+# The Debian package, from the release binary. Its path is the last line package-deb.sh prints.
+package_start=$SECONDS
+deb=""
+build_package() {
+    local output
+    output="$(scripts/package-deb.sh ${TOKENPROXY_RELEASE_BIN:+"$TOKENPROXY_RELEASE_BIN"})" || return 1
+    deb="$(tail -n 1 <<<"$output")"
+    [ -f "$deb" ] && echo "$deb"
+}
+run "package: scripts/package-deb.sh" build_package
+# Errors and warnings fail; informational tags are shown. Overrides, each with its reason, are
+# in deploy/debian/lintian-overrides.
+lint_package() {
+    lintian --fail-on error,warning --display-info "$deb"
+}
+[ -z "$deb" ] || run "lintian" lint_package
+[ -z "$deb" ] || run "package: install, run, purge" scripts/check-package.sh "$deb"
+echo "package checks took $((SECONDS - package_start)) s"
 
 printf '\n'
 if [ ${#failures[@]} -gt 0 ]; then

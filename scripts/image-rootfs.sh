@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the container image without a container engine: assembles the filesystem of the
-# Dockerfile's runtime stage (Debian bookworm minbase with libcurl4, libhiredis0.14 and ca-certificates, the
-# user 10001, the release binary built as the Dockerfile builds it, the health check script),
+# Dockerfile's runtime stage (Debian bookworm minbase, the user 10001, the Debian package built
+# as the Dockerfile builds it and installed by apt with what it depends on, ca-certificates,
+# the health check script),
 # then runs `tokenproxy serve` in it with chroot as user 10001, the root filesystem mounted
 # read-only and only the state volume writable, and sends one request through it to a local
 # upstream on loopback, with a static token from a file secret and one from a client_credentials
@@ -9,7 +10,8 @@
 # token store was written to the state volume.
 #
 # Needs root (debootstrap, mounts, chroot), debootstrap and python3; takes several minutes.
-# Not part of CI: scripts/check-deploy.sh runs the static checks. deploy/README.md records a run.
+# Not part of CI: scripts/check-deploy.sh runs the static checks and the package's own
+# install check (docs/contributing/deploy-checks.md).
 #
 #   bash scripts/image-rootfs.sh            # builds, assembles, runs, removes the root
 #   KEEP_ROOTFS=1 bash scripts/image-rootfs.sh   # keeps the root (path printed) for a look
@@ -35,31 +37,32 @@ trap cleanup EXIT
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "build: scripts/build-release.sh, as the Dockerfile builds"
-binary=$(scripts/build-release.sh .build-image)
+step "build: scripts/package-deb.sh, as the Dockerfile builds"
+binary=$(scripts/build-release.sh .build-image | tail -n 1)
+deb=$(scripts/package-deb.sh "$binary" | tail -n 1)
 
-step "root filesystem: debootstrap --variant=minbase bookworm, then apt-get install libcurl4 libhiredis0.14 ca-certificates"
+step "root filesystem: debootstrap --variant=minbase bookworm, then apt-get install the package and ca-certificates"
 # shellcheck disable=SC2086  # DEBIAN_MIRROR is one optional word
 debootstrap --variant=minbase bookworm "$root" ${DEBIAN_MIRROR:-} >"$work/debootstrap.log" 2>&1 \
     || { tail -20 "$work/debootstrap.log"; exit 1; }
 cp /etc/apt/sources.list "$root/etc/apt/sources.list" 2>/dev/null || true
 if [ -d /etc/apt/sources.list.d ]; then cp -r /etc/apt/sources.list.d/. "$root/etc/apt/sources.list.d/"; fi
-# The Dockerfile's runtime RUN line, in the chroot.
+# The Dockerfile's COPY of the package and its runtime RUN line, in the chroot.
+cp "$deb" "$root/tmp/tokenproxy.deb"
 chroot "$root" /bin/sh -c '
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq \
-    && apt-get install -y -qq --no-install-recommends libcurl4 libhiredis0.14 ca-certificates >/dev/null \
-    && rm -rf /var/lib/apt/lists/* \
-    && groupadd --system --gid 10001 tokenproxy \
+    groupadd --system --gid 10001 tokenproxy \
     && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/tokenproxy --no-create-home \
         --shell /usr/sbin/nologin tokenproxy \
-    && install -d -o 10001 -g 10001 -m 0700 /var/lib/tokenproxy'
-# The Dockerfile's COPY lines.
-install -D -m 0755 "$binary" "$root/usr/local/bin/tokenproxy"
+    && install -d -o 10001 -g 10001 -m 0700 /var/lib/tokenproxy \
+    && apt-get update -qq \
+    && apt-get install -y -qq --no-install-recommends /tmp/tokenproxy.deb ca-certificates >/dev/null \
+    && rm -rf /var/lib/apt/lists/* /tmp/tokenproxy.deb'
+# The Dockerfile's COPY of the health check.
 install -D -m 0755 deploy/docker/healthcheck.sh "$root/usr/local/lib/tokenproxy/healthcheck"
 # shellcheck disable=SC2016  # ${Version} is dpkg-query's format, not the shell's
 echo "debian $(cat "$root/etc/debian_version"), $(chroot "$root" dpkg-query -W -f '${Version}' libcurl4) libcurl4," \
-    "tokenproxy $(du -h "$root/usr/local/bin/tokenproxy" | cut -f1)"
+    "tokenproxy $(du -h "$root/usr/bin/tokenproxy" | cut -f1)"
 
 step "config, secret and state: what the container gets as mounts"
 mkdir -p "$work/config" "$work/secrets" "$work/state"
@@ -152,8 +155,8 @@ libc = ctypes.CDLL(None, use_errno=True)
 print("MemoryDenyWriteExecute (PR_SET_MDWE):", "on" if libc.prctl(65, 1, 0, 0, 0) == 0 else "unavailable, errno %d" % ctypes.get_errno(), file=sys.stderr)
 os.execvp(sys.argv[1], sys.argv[1:])')
 
-"${as_user[@]}" "${in_image[@]}" /usr/local/bin/tokenproxy check --config /etc/tokenproxy/proxy.json
-"${mdwe[@]}" "${as_user[@]}" "${in_image[@]}" /usr/local/bin/tokenproxy serve --config /etc/tokenproxy/proxy.json \
+"${as_user[@]}" "${in_image[@]}" /usr/bin/tokenproxy check --config /etc/tokenproxy/proxy.json
+"${mdwe[@]}" "${as_user[@]}" "${in_image[@]}" /usr/bin/tokenproxy serve --config /etc/tokenproxy/proxy.json \
     >"$work/proxy.log" 2>&1 &
 proxy=$!
 for _ in $(seq 1 100); do
@@ -178,7 +181,7 @@ after_reload="$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$proxy
 echo "SIGHUP (reload) -> still serving: GET /echo/again -> $after_reload"
 
 # Informational: the secret rules accept another user's read-only file (docs/reference/security.md).
-if "${as_user[@]}" "${in_image[@]}" /usr/local/bin/tokenproxy check --config /etc/tokenproxy/mounted-secret.json \
+if "${as_user[@]}" "${in_image[@]}" /usr/bin/tokenproxy check --config /etc/tokenproxy/mounted-secret.json \
     >"$work/mounted.log" 2>&1; then
     echo "a root-owned 0444 secret file (a Kubernetes or Docker secret mount): accepted"
 else

@@ -2,8 +2,9 @@
 # The test command: installs what the build and the tests need on a Debian machine with the
 # Swift toolchain (system packages through apt, Python packages into the project's own
 # virtual environment `.venv`), checks the layers, builds and runs the whole test suite,
-# checks the deploy artifacts (scripts/check-deploy.sh), then gives each fuzz target a short
-# run when FUZZ_SECONDS is above zero (CI sets it).
+# checks the deploy artifacts and builds, lints, installs, runs and purges the Debian package
+# (scripts/check-deploy.sh; the package is made from the release build, which this adds),
+# then gives each fuzz target a short run when FUZZ_SECONDS is above zero (CI sets it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +23,8 @@ swift --version
 swift build --build-tests --explicit-target-dependency-import-check error
 swift test
 
-# The deploy artifacts, each checked by the tool its users trust (deploy/README.md).
+# The deploy artifacts and the package, each checked by the tool its users trust
+# (docs/contributing/deploy-checks.md).
 TOKENPROXY_BIN=.build/debug/tokenproxy scripts/check-deploy.sh
 
 if [ "${FUZZ_SECONDS:-0}" -gt 0 ] && [ -x fuzz/run.sh ]; then

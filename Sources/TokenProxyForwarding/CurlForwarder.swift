@@ -56,7 +56,7 @@ package final class CurlForwarder: RouteForwarder {
     /// Creates a forwarder over several engines (at least one) with the providers'
     /// `credentials`: each client connection is served by one of the engines. An engine
     /// writes an answer to its client connection itself when the connection is idle instead
-    /// of handing it to the connection's queue (`docs/architecture.md`).
+    /// of handing it to the connection's queue (`docs/contributing/architecture.md`).
     package init(engines: [CurlEngine], credentials: CredentialRegistry, limits: Limits) {
         precondition(!engines.isEmpty, "a forwarder needs an engine")
         self.engines = engines

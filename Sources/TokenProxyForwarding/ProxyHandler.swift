@@ -313,7 +313,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
         }
     }
 
-    /// The access line's fields for how the request went upstream (`docs/operations.md`, "Logs").
+    /// The access line's fields for how the request went upstream (`docs/reference/log-fields.md`).
     private static func addOutcome(_ outcome: ForwardingOutcome, to metadata: inout Logger.Metadata) {
         if outcome.tokenRefreshed {
             metadata["token_refreshed"] = "true"

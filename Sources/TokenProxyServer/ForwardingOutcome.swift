@@ -1,5 +1,5 @@
 /// How an exchange's request went upstream: what its access-log line and the metrics report
-/// beside the status (`docs/operations.md`, "Logs" and "Metrics"). The forwarder fills it in
+/// beside the status (`docs/reference/log-fields.md`, `docs/reference/metrics.md`). The forwarder fills it in
 /// as the request's life unfolds, before the exchange ends, so that whoever reads it when the
 /// exchange completes sees the whole story, including for a client that left early.
 package struct ForwardingOutcome: Sendable, Equatable {

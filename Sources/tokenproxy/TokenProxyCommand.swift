@@ -8,7 +8,7 @@ struct TokenProxyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tokenproxy",
         abstract: "A local HTTP proxy that adds OAuth credentials to requests for programs that cannot.",
-        version: TokenProxyVersion.current,
+        version: TokenProxyVersion.description,
         subcommands: [
             ServeCommand.self, CheckCommand.self, LoginCommand.self, LogoutCommand.self, TokenCommand.self,
             StatusCommand.self, SignCommand.self, CredentialCommand.self, DemoCommand.self,

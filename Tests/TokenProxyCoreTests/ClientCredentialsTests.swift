@@ -99,8 +99,8 @@ struct ClientCredentialsTests {
         let response = try fixture.get()
         #expect(response.status == 502)
         #expect(response.header("X-Tokenproxy-Error") == "token_unavailable")
-        #expect(response.bodyText.contains("invalid_client"))
-        #expect(response.bodyText.contains("unknown client"))
+        // The message as docs/reference/errors.md and docs/guide/troubleshooting.md quote it.
+        #expect(response.bodyText.contains("token endpoint: invalid_client: unknown client (HTTP 401)"))
         #expect(response.bodyText.contains(#""provider":"svc""#))
         #expect(fixture.auth.requests.count == 1)
         #expect(fixture.forwarding.upstream.requests.isEmpty)

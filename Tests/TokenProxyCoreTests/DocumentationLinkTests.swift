@@ -2,8 +2,9 @@ import Foundation
 import Testing
 
 /// Every page of the documentation that another page sends a reader to exists: Markdown
-/// links with a relative target, and `docs/....md` paths named in code spans. And every page
-/// under `docs/` is at most two clicks from the README, so a newcomer finds any of them.
+/// links with a relative target, their `#fragment` anchors, and the pages that source
+/// comments name. A page names another by a link, not by a path in a code span. And every
+/// page under `docs/` is at most two clicks from the README, so a newcomer finds any of them.
 struct DocumentationLinkTests {
     /// The repository's root, from this file's place in it.
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -30,14 +31,74 @@ struct DocumentationLinkTests {
 
     /// The files that the relative Markdown links of `page` point at (anchors dropped).
     private static func linkTargets(of page: URL) throws -> [URL] {
+        try Self.links(of: page).compactMap { $0.fragmentOnly ? nil : $0.file }
+    }
+
+    /// A relative Markdown link: the file it points at (the page itself for `#fragment`) and
+    /// its fragment, if any.
+    private struct Link {
+        var file: URL
+        var fragment: String?
+        var fragmentOnly: Bool
+        var text: String
+    }
+
+    /// The relative Markdown links of `page`.
+    private static func links(of page: URL) throws -> [Link] {
         let link = try Regex(#"\]\(([^)\s]+)\)"#)
         let text = try String(contentsOf: page, encoding: .utf8)
         return text.matches(of: link).compactMap { match in
             guard let target = match.output[1].substring.map(String.init) else { return nil }
-            if target.hasPrefix("#") || target.contains("://") || target.hasPrefix("mailto:") { return nil }
-            let path = String(target.split(separator: "#", maxSplits: 1).first ?? "")
-            return page.deletingLastPathComponent().appendingPathComponent(path).standardizedFileURL
+            if target.contains("://") || target.hasPrefix("mailto:") { return nil }
+            let parts = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
+            let path = String(parts[0])
+            let fragment = parts.count > 1 ? String(parts[1]) : nil
+            let file = path.isEmpty ? page : page.deletingLastPathComponent().appendingPathComponent(path)
+            return Link(file: file.standardizedFileURL, fragment: fragment, fragmentOnly: path.isEmpty, text: target)
         }
+    }
+
+    /// GitHub's anchor for a heading: lowercased, every character other than a letter, a
+    /// digit, `-`, `_` or a space dropped, spaces turned into `-`; a link keeps its text.
+    static func slug(of heading: String) throws -> String {
+        let linkText = try Regex(#"\[([^\]]*)\]\([^)]*\)"#)
+        let plain = heading.replacing(linkText) { String($0.output[1].substring ?? "") }
+        var slug = ""
+        for character in plain.trimmingCharacters(in: .whitespaces).lowercased() {
+            if character.isLetter || character.isNumber || character == "-" || character == "_" {
+                slug.append(character)
+            } else if character == " " {
+                slug.append("-")
+            }
+        }
+        return slug
+    }
+
+    /// The anchors a Markdown text offers: each heading's slug (a repeated slug gets `-1`,
+    /// `-2`, ... as GitHub numbers them), and every `<a id="...">` or `<a name="...">`.
+    /// Headings inside fenced code blocks are not headings.
+    static func anchors(in text: String) throws -> Set<String> {
+        let explicit = try Regex(#"<a (?:id|name)="([^"]+)""#)
+        var anchors: Set<String> = []
+        var seen: [String: Int] = [:]
+        var fenced = false
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("```") {
+                fenced.toggle()
+                continue
+            }
+            if fenced { continue }
+            for match in line.matches(of: explicit) {
+                if let id = match.output[1].substring { anchors.insert(String(id)) }
+            }
+            let hashes = line.prefix { $0 == "#" }.count
+            guard (1...6).contains(hashes), line.dropFirst(hashes).first == " " else { continue }
+            let slug = try Self.slug(of: String(line.dropFirst(hashes + 1)))
+            let count = seen[slug, default: 0]
+            seen[slug] = count + 1
+            anchors.insert(count == 0 ? slug : "\(slug)-\(count)")
+        }
+        return anchors
     }
 
     /// The Markdown pages under `root/docs` that are more than `hops` links away from
@@ -80,6 +141,105 @@ struct DocumentationLinkTests {
             }
         }
         #expect(missing.isEmpty, "\(missing)")
+    }
+
+    @Test func everyAnchorResolvesToAHeadingOrAnAnchor() throws {
+        var anchorsOfPage: [String: Set<String>] = [:]
+        var missing: [String] = []
+        var checked = 0
+        for page in Self.pages() {
+            for link in try Self.links(of: page) {
+                guard let fragment = link.fragment, link.file.pathExtension == "md",
+                    FileManager.default.fileExists(atPath: link.file.path)
+                else { continue }
+                if anchorsOfPage[link.file.path] == nil {
+                    anchorsOfPage[link.file.path] = try Self.anchors(
+                        in: String(contentsOf: link.file, encoding: .utf8)
+                    )
+                }
+                checked += 1
+                if anchorsOfPage[link.file.path]?.contains(fragment) != true {
+                    missing.append("\(page.lastPathComponent): \(link.text)")
+                }
+            }
+        }
+        #expect(checked > 50)
+        #expect(missing.isEmpty, "anchors that no heading or <a id> of the page makes: \(missing)")
+    }
+
+    /// The anchor rules themselves: GitHub's slugs, numbered repeats, explicit anchors, and
+    /// no headings inside code blocks.
+    @Test func anchorsFollowGitHubsSlugs() throws {
+        let text = """
+            # Command line
+            ## `serve`
+            ### Signals
+            ## Signals
+            <a id="listen"></a>
+            ```sh
+            # not a heading
+            ```
+            ## 0.2.0 — 2026-11-28
+            ## [A link](x.md), then text
+            """
+        #expect(
+            try Self.anchors(in: text) == [
+                "command-line", "serve", "signals", "signals-1", "listen", "020--2026-11-28", "a-link-then-text",
+            ]
+        )
+    }
+
+    /// Pages cited in the comments of the sources, scripts and deploy files exist.
+    @Test func everyPageNamedInSourceCommentsExists() throws {
+        let named = try Regex(#"(?:^|[^\w/.-])((?:docs|deploy|bench|fuzz)/[\w./-]*\.md|CONTRIBUTING\.md)"#)
+        let folders = ["Sources", "Tests", "scripts", "bench", "fuzz", "deploy"]
+        var files = ["Package.swift", "Dockerfile"].map { Self.root.appendingPathComponent($0) }
+        for folder in folders {
+            let walker = FileManager.default.enumerator(
+                at: Self.root.appendingPathComponent(folder),
+                includingPropertiesForKeys: nil
+            )
+            while let url = walker?.nextObject() as? URL {
+                let name = url.lastPathComponent
+                // Pages are checked as pages; this file names made-up pages on purpose.
+                if url.pathExtension == "md" || name == "DocumentationLinkTests.swift" { continue }
+                if ["swift", "sh", "py", "c", "h", "service", "yaml", "txt", "conf", ""].contains(url.pathExtension) {
+                    files.append(url)
+                }
+            }
+        }
+        var missing: [String] = []
+        var cited = 0
+        for file in files {
+            guard let text = try? String(contentsOf: file, encoding: .utf8) else { continue }
+            for match in text.matches(of: named) {
+                guard let path = match.output[1].substring.map(String.init) else { continue }
+                cited += 1
+                if !FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(path).path) {
+                    missing.append("\(file.lastPathComponent): \(path)")
+                }
+            }
+        }
+        #expect(cited > 50)
+        #expect(missing.isEmpty, "pages named in comments that do not exist: \(missing)")
+    }
+
+    /// A page that sends the reader to another page links it: a page path in a code span is
+    /// a link's text (`[`docs/x.md`](x.md)`), never a bare path.
+    @Test func pagesAreLinkedNotNamedInCodeSpans() throws {
+        let bare = try Regex(#"(?:^|[^\[])`((?:\.\./)*[\w./-]+\.md)`"#)
+        var bareNames: [String] = []
+        for page in Self.pages() {
+            var fenced = false
+            for line in try String(contentsOf: page, encoding: .utf8).split(separator: "\n") {
+                if line.hasPrefix("```") { fenced.toggle() }
+                if fenced { continue }
+                for match in line.matches(of: bare) {
+                    bareNames.append("\(page.lastPathComponent): \(match.output[1].substring ?? "")")
+                }
+            }
+        }
+        #expect(bareNames.isEmpty, "page paths in code spans instead of links: \(bareNames)")
     }
 
     @Test func everyDocsPageIsWithinTwoLinksOfTheReadme() throws {

@@ -93,6 +93,8 @@ struct TokenStoreTests {
         let readError = storeError { _ = try wrong.read() }
         #expect(readError?.code == .decryptionFailed)
         #expect(readError?.message.contains(fixture.storePath) == true)
+        // What commands print and the logs carry: the code word the docs name, then the message.
+        #expect(readError?.description.hasPrefix("token store: decryption_failed: \(fixture.storePath)") == true)
         let updateError = storeError { try wrong.update { $0.grants["x"] = StoredGrant(accessToken: "x") } }
         #expect(updateError?.code == .decryptionFailed)
         #expect(fixture.bytes() == before)

@@ -44,4 +44,13 @@ void tp_epoll_unwatch(int ep, int fd);
 /// `CURL_CSELECT_*` values); returns how many, or -1 with errno.
 int tp_epoll_ready(int ep, int *fds, int *flags, int capacity);
 
+/// The contents of the repository's VERSION file as the build found it (trailing newline
+/// included), NUL-terminated.
+const char *tp_version_file(void);
+
+/// The commit scripts/build-release.sh recorded in the binary: "" when it built a release
+/// tag, the commit (with ", with uncommitted changes" when the checkout differed from it)
+/// otherwise, NULL when the binary was built without that script.
+const char *tp_recorded_build_commit(void);
+
 #endif

@@ -44,7 +44,7 @@ struct TokenEndpointError: Error, Sendable, Equatable {
         if let error = self.error { parts.append(error) }
         if let description = self.description { parts.append(description) }
         if let problem = self.problem { parts.append(problem) }
-        parts.append("(HTTP \(self.status))")
-        return "token endpoint: " + parts.joined(separator: ": ")
+        let status = "(HTTP \(self.status))"
+        return "token endpoint: " + (parts.isEmpty ? status : parts.joined(separator: ": ") + " " + status)
     }
 }

@@ -29,7 +29,8 @@ package struct TokenStoreError: Error, Sendable, Equatable, CustomStringConverti
         self.message = message
     }
 
-    package var description: String { "token store: \(self.message)" }
+    /// `token store: CODE: message`, the stable code first (docs/reference/token-store.md#errors).
+    package var description: String { "token store: \(self.code): \(self.message)" }
 }
 
 extension ErrorCode where Family == TokenStoreError {
