@@ -66,7 +66,11 @@ struct ReadinessCheck: Sendable {
             finish()
             return
         }
-        DeadlineScheduler.shared.schedule(at: .now + BoundedSeconds.duration(self.timeout), finish)
+        // `finish` calls the probe's completion: not on the deadline thread, whose actions
+        // must stay short.
+        DeadlineScheduler.shared.schedule(at: .now + BoundedSeconds.duration(self.timeout)) {
+            DispatchQueue.global().async(execute: finish)
+        }
         for provider in providers {
             let record: @Sendable (ProviderState) -> Void = { state in
                 let complete = results.withLock { results -> Bool in

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 import TokenProxyConfiguration
 import TokenProxySupport
@@ -159,24 +160,28 @@ final class SharedTokenCache: Sendable {
                 "the token request timed out (limits.token_request_seconds) and was abandoned",
                 provider: self.provider
             )
-            self.complete(fetch, .failure(error))
+            // The waiters' completions are their callers' code: off the deadline thread.
+            Self.completions.async { self.complete(fetch, .failure(error)) }
         }
         return fetch
     }
 
-    /// Ends waiter `id`'s wait at the wait limit, if it is still waiting then.
+    /// Ends waiter `id`'s wait at the wait limit, if it is still waiting then: the deadline
+    /// thread takes the waiter out, and its completion runs on ``completions``.
     private func armWait(_ id: UInt64, now: ContinuousClock.Instant) {
         DeadlineScheduler.shared.schedule(at: now + self.waitLimit) { [self] in
-            let waiter = self.state.withLock { $0.machine.removeWaiter(id) }
-            waiter?.completion(
-                .failure(
-                    ProxyError(
-                        .tokenUnavailable,
-                        "no token within limits.token_wait_seconds; the token request goes on",
-                        provider: self.provider
-                    )
-                )
+            guard let waiter = self.state.withLock({ $0.machine.removeWaiter(id) }) else { return }
+            let error = ProxyError(
+                .tokenUnavailable,
+                "no token within limits.token_wait_seconds; the token request goes on",
+                provider: self.provider
             )
+            Self.completions.async { waiter.completion(.failure(error)) }
         }
     }
+
+    /// Where the completions of waits ended by a deadline run: never on the deadline thread,
+    /// whose actions must stay short, since one slow completion there would hold back every
+    /// later deadline in the process.
+    private static let completions = DispatchQueue.global()
 }

@@ -56,7 +56,7 @@ package final class CurlForwarder: RouteForwarder {
     /// Creates a forwarder over several engines (at least one) with the providers'
     /// `credentials`: each client connection is served by one of the engines. An engine
     /// writes an answer to its client connection itself when the connection is idle instead
-    /// of handing it to the connection's queue (`docs/architecture.md`).
+    /// of handing it to the connection's queue (`docs/contributing/architecture.md`).
     package init(engines: [CurlEngine], credentials: CredentialRegistry, limits: Limits) {
         precondition(!engines.isEmpty, "a forwarder needs an engine")
         self.engines = engines
@@ -73,8 +73,13 @@ package final class CurlForwarder: RouteForwarder {
         self.credentials.reload(configuration)
     }
 
-    /// Sends `exchange` upstream along `match`.
-    package func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
+    /// Sends `exchange` upstream along `match`; `record` follows how it went.
+    package func forward(
+        _ exchange: HTTPExchange,
+        along match: Router.Match,
+        record: ForwardingRecord,
+        logger: Logger
+    ) {
         let route = match.route
         let base: UpstreamURL.Base
         let url: String
@@ -130,6 +135,7 @@ package final class CurlForwarder: RouteForwarder {
             }
             TunnelAttempt(
                 exchange: exchange,
+                record: record,
                 match: match,
                 base: base,
                 url: url,
@@ -157,6 +163,7 @@ package final class CurlForwarder: RouteForwarder {
         )
         let attempt = ForwardingAttempt(
             exchange: exchange,
+            record: record,
             match: match,
             base: base,
             url: url,
@@ -183,12 +190,6 @@ package final class CurlForwarder: RouteForwarder {
     /// same for all of its requests.
     private func engine(for exchange: HTTPExchange) -> CurlEngine {
         guard self.engines.count > 1 else { return self.engines[0] }
-        // An engine on an event loop serves the connections that run on its loop's queue.
-        if self.engines[0].loopQueue != nil,
-            let engine = self.engines.first(where: { $0.loopQueue === exchange.context.queue })
-        {
-            return engine
-        }
         let slot = UInt(bitPattern: ObjectIdentifier(exchange.context).hashValue) % UInt(self.engines.count)
         return self.engines[Int(slot)]
     }

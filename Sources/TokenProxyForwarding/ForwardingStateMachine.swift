@@ -2,7 +2,7 @@ import TokenProxyServer
 import TokenProxySupport
 import TokenProxyUpstream
 
-/// One forwarded request's whole life as a pure state machine (`docs/upstream.md`): a form
+/// One forwarded request's whole life as a pure state machine (`docs/reference/upstream.md`): a form
 /// body read whole because the credential signs it, the wait for a credential, the transfer
 /// in flight and what becomes of its answer (relayed, or a 401 dropped so that the request is
 /// replayed with a new credential), a reused connection lost and the request resent on a new

@@ -219,8 +219,8 @@ package final class ProxyHandler: HTTPExchangeHandler {
                 return
             }
         }
-        self.logAccess(exchange, route: route.name)
-        self.forwarder.forward(exchange, along: match, logger: logger)
+        let record = self.logAccess(exchange, route: route.name)
+        self.forwarder.forward(exchange, along: match, record: record, logger: logger)
     }
 
     /// Serves one exchange on a separate admin listener, where endpoints sit at the root.
@@ -280,13 +280,16 @@ package final class ProxyHandler: HTTPExchangeHandler {
     /// the access-log line when it ends (`docs/reference/log-fields.md`). The query is never
     /// logged: it may carry keys. An answer the proxy made itself brings its `error` code (and
     /// for a 502 or 504 its `reason`) in the exchange's log fields (``HTTPExchange/respond(_:)``);
-    /// how the request went upstream comes from its ``ForwardingOutcome``.
-    private func logAccess(_ exchange: HTTPExchange, route: String, metricsRoute: String? = nil) {
+    /// how the request went upstream comes from the ``ForwardingOutcome`` the forwarder leaves
+    /// in the returned record.
+    @discardableResult
+    private func logAccess(_ exchange: HTTPExchange, route: String, metricsRoute: String? = nil) -> ForwardingRecord {
         let logger = self.logger
         let metrics = self.metrics
         let logs = logger.logLevel <= .info
+        let record = ForwardingRecord()
         exchange.onComplete = { [unowned exchange] finished in
-            ExchangeMetrics.record(exchange, route: metricsRoute ?? route, in: metrics)
+            ExchangeMetrics.record(exchange, outcome: record.outcome, route: metricsRoute ?? route, in: metrics)
             guard logs else { return }
             var metadata: Logger.Metadata = [
                 "method": "\(exchange.head.method)",
@@ -308,12 +311,13 @@ package final class ProxyHandler: HTTPExchangeHandler {
             for (key, value) in exchange.logFields {
                 metadata[key] = .string(value)
             }
-            Self.addOutcome(exchange.forwarding, to: &metadata)
+            Self.addOutcome(record.outcome, to: &metadata)
             logger.info("request", metadata: metadata)
         }
+        return record
     }
 
-    /// The access line's fields for how the request went upstream (`docs/operations.md`, "Logs").
+    /// The access line's fields for how the request went upstream (`docs/reference/log-fields.md`).
     private static func addOutcome(_ outcome: ForwardingOutcome, to metadata: inout Logger.Metadata) {
         if outcome.tokenRefreshed {
             metadata["token_refreshed"] = "true"

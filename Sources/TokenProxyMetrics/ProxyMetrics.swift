@@ -1,7 +1,7 @@
 import CoreMetrics
 import Prometheus
 import Synchronization
-import TokenProxyServer
+import TokenProxySupport
 
 /// The proxy's metrics (`docs/reference/metrics.md`), recorded through swift-metrics into a
 /// Prometheus registry of their own and exposed in the Prometheus text format.
@@ -19,7 +19,14 @@ package final class ProxyMetrics: Sendable {
 
     /// Why an upstream exchange failed: the `kind` label of `tokenproxy_upstream_errors_total`
     /// is the raw value.
-    package typealias UpstreamErrorKind = ForwardingOutcome.UpstreamFailure
+    package enum UpstreamErrorKind: String, Sendable, Equatable, CaseIterable {
+        /// No response: connect or TLS failure, reset before the head (502 `upstream_unreachable`).
+        case unreachable
+        /// No response head within the first-byte timeout (504 `upstream_timeout`).
+        case timeout
+        /// The response broke off after its head went out; the client connection was aborted.
+        case aborted
+    }
 
     /// The metric names and their `# HELP` texts.
     static let help: [String: String] = [
@@ -137,12 +144,12 @@ package final class ProxyMetrics: Sendable {
     }
 
     /// Counts one failed upstream exchange of `route`.
-    func upstreamFailed(route: String, kind: UpstreamErrorKind) {
+    package func upstreamFailed(route: String, kind: UpstreamErrorKind) {
         self.counter(Names.upstreamErrors, [("route", route), ("kind", kind.rawValue)]).increment()
     }
 
     /// Counts one replay of a request of `route` after a 401.
-    func replayed(route: String) {
+    package func replayed(route: String) {
         self.counter(Names.replays, [("route", route)]).increment()
     }
 

@@ -16,10 +16,7 @@ import TokenProxySupport
 ///
 /// Each listener accepts on its own queue; each accepted connection gets a serial queue of
 /// its own targeting a shared concurrent queue, so connections run in parallel while each
-/// stays single-threaded. A server given event loops instead spreads its connections over
-/// them in turn: each connection's socket is then watched in its loop's epoll set
-/// (``LoopTransport``) and its work runs on the loop's queue, beside the loop's other
-/// connections and its upstream engine.
+/// stays single-threaded.
 package final class HTTPServer: Sendable {
     private struct Registry {
         /// Each open connection's drain, run in its context.
@@ -36,19 +33,14 @@ package final class HTTPServer: Sendable {
     private let workQueue = DispatchQueue(label: "tokenproxy.connections", attributes: .concurrent)
     private let registry = Mutex(Registry())
     private let acceptCount = Atomic<Int>(0)
-    /// The event loops connections are spread over; empty for a queue per connection.
-    private let loops: [EventLoop]
 
-    /// Creates a server; ``bind(_:)`` starts listening. With `loops`, each connection runs on
-    /// one of them, taken in turn.
+    /// Creates a server; ``bind(_:)`` starts listening.
     package init(
         settings: ConnectionSettings,
         maxConnections: Int,
         handler: any HTTPExchangeHandler,
-        logger: Logger,
-        loops: [EventLoop] = []
+        logger: Logger
     ) {
-        self.loops = loops
         self.settings = settings
         self.maxConnections = maxConnections
         self.handler = handler
@@ -93,11 +85,8 @@ package final class HTTPServer: Sendable {
     }
 
     private func accepted(_ descriptor: Int32, peer: String) {
-        let accepted = self.acceptCount.add(1, ordering: .relaxed).newValue
-        let loop = self.loops.isEmpty ? nil : self.loops[accepted % self.loops.count]
-        let context = SerialContext(
-            queue: loop?.queue ?? DispatchQueue(label: "tokenproxy.connection", target: self.workQueue)
-        )
+        self.acceptCount.add(1, ordering: .relaxed)
+        let context = SerialContext(queue: DispatchQueue(label: "tokenproxy.connection", target: self.workQueue))
         let admitted = self.registry.withLock { registry -> Bool in
             !registry.draining && registry.connections.count < self.maxConnections
         }
@@ -109,11 +98,7 @@ package final class HTTPServer: Sendable {
             )
             return
         }
-        if let loop {
-            self.open(LoopTransport(descriptor: descriptor, loop: loop), peer: peer, context: context)
-        } else {
-            self.open(SocketTransport(descriptor: descriptor, queue: context.queue), peer: peer, context: context)
-        }
+        self.open(SocketTransport(descriptor: descriptor, queue: context.queue), peer: peer, context: context)
     }
 
     /// Registers a connection over `transport` and starts it in `context`.

@@ -17,8 +17,9 @@ import TokenProxySupport
 /// it is finished or cancelled; libcurl's userdata pointers are unretained references to it,
 /// valid for exactly that span, since the easy handle is removed and cleaned up first.
 ///
-/// Threads: the `engine*` fields are touched only on the engine thread; ``Shared`` is
-/// the state both sides touch, behind its mutex. That makes `@unchecked Sendable` sound.
+/// Threads: the `let` fields are set at init and never change; the `var` fields are touched
+/// only on the engine's thread; ``Shared`` is the state both sides touch, behind its mutex.
+/// That makes `@unchecked Sendable` sound.
 package final class CurlTransfer: @unchecked Sendable {
     /// TLS, protocol and timeout settings taken from the route and the limits.
     package typealias Options = CurlRequestSetup.Options
@@ -41,19 +42,29 @@ package final class CurlTransfer: @unchecked Sendable {
     let route: String?
     let provider: String?
 
+    /// Guarded by its own mutex; read and written on both sides.
     private let shared = Mutex(Shared())
-    private weak var engine: CurlEngine?
+    /// The engine that runs the transfer (``CurlEngine/add(_:)``), given at init: the
+    /// client's side asks it for resumes from the connection's queue while the engine's
+    /// thread prepares the transfer, so it never changes.
+    let engine: CurlEngine
 
-    // Engine thread only.
+    /// The easy handle while the engine runs the transfer (engine thread only).
     private(set) var easy: CurlEasy?
+    /// The request's header list for libcurl (engine thread only).
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// libcurl's error message buffer (engine thread only).
     private var errorBuffer: UnsafeMutablePointer<CChar>?
+    /// The response head being read (engine thread only).
     private var parser = UpstreamResponseParser()
+    /// What was collected for the client since the last delivery (engine thread only).
     private var outbox = CurlDelivery()
-    /// How far the transfer got, and its deadline.
+    /// How far the transfer got, and its deadline (engine thread only).
     private var life: TransferStateMachine
 
+    /// A transfer of `request` that `engine` will run once given it (``CurlEngine/add(_:)``).
     package init(
+        engine: CurlEngine,
         request: UpstreamRequest,
         options: Options,
         sink: any CurlResponseSink,
@@ -61,6 +72,7 @@ package final class CurlTransfer: @unchecked Sendable {
         route: String?,
         provider: String?
     ) {
+        self.engine = engine
         self.request = request
         self.options = options
         self.sink = sink
@@ -89,7 +101,7 @@ package final class CurlTransfer: @unchecked Sendable {
             return shared.flow.bodyAppended(bytes.count)
         }
         if resume {
-            self.engine?.resume(self)
+            self.engine.resume(self)
         }
         return pauseProducer
     }
@@ -98,16 +110,15 @@ package final class CurlTransfer: @unchecked Sendable {
     package func endBody() {
         let resume = self.shared.withLock { $0.flow.bodyEnded() }
         if resume {
-            self.engine?.resume(self)
+            self.engine.resume(self)
         }
     }
 
     // MARK: Engine thread
 
     /// Creates and configures the easy handle; nil (after answering the client) on failure.
-    func prepare(engine: CurlEngine) -> CurlEasy? {
-        self.engine = engine
-        guard let easy = engine.takeEasyHandle() else {
+    func prepare() -> CurlEasy? {
+        guard let easy = self.engine.takeEasyHandle() else {
             self.fail(
                 ProxyError(.upstreamUnreachable, "cannot create a transfer", route: self.route, provider: self.provider)
             )
@@ -157,7 +168,7 @@ package final class CurlTransfer: @unchecked Sendable {
     /// Tells the engine of a deadline just armed.
     private func report(_ deadline: ContinuousClock.Instant?) {
         if let deadline {
-            self.engine?.deadlineSet(deadline)
+            self.engine.deadlineSet(deadline)
         }
     }
 
@@ -168,15 +179,11 @@ package final class CurlTransfer: @unchecked Sendable {
         self.easy?.unpause()
     }
 
-    /// Gives the easy handle back to the engine (or frees it); called after it was removed
-    /// from the multi handle.
+    /// Gives the easy handle back to the engine for the next transfer; called after it was
+    /// removed from the multi handle.
     func release() {
         if let easy = self.easy {
-            if let engine = self.engine {
-                engine.recycle(easy)
-            } else {
-                easy.cleanup()
-            }
+            self.engine.recycle(easy)
             self.easy = nil
         }
         curl_slist_free_all(self.headerList)
@@ -272,7 +279,7 @@ package final class CurlTransfer: @unchecked Sendable {
 
     private func queueOutbox() {
         if self.life.collected() {
-            self.engine?.outboxReady(self)
+            self.engine.outboxReady(self)
         }
     }
 
@@ -291,13 +298,13 @@ package final class CurlTransfer: @unchecked Sendable {
     /// then too, since the consumer may have drained without another writable event.
     package func bodyDelivered(_ bytes: Int, consumerWritable: Bool) {
         let resume = self.shared.withLock { $0.flow.responseDelivered(bytes, consumerWritable: consumerWritable) }
-        if resume { self.engine?.resume(self) }
+        if resume { self.engine.resume(self) }
     }
 
     /// The sink's consumer drained; a paused transfer continues.
     package func consumerBecameWritable() {
         let resume = self.shared.withLock { $0.flow.consumerBecameWritable() }
-        if resume { self.engine?.resume(self) }
+        if resume { self.engine.resume(self) }
     }
 
     // MARK: libcurl callbacks (engine thread)

@@ -88,6 +88,7 @@ package struct UpstreamFetcher: Sendable {
         )
         let sink = BufferingSink(limit: request.maximumBodyBytes, engine: self.engine, completion: completion)
         let transfer = CurlTransfer(
+            engine: self.engine,
             request: upstreamRequest,
             options: options,
             sink: sink,

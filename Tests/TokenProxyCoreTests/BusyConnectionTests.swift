@@ -66,8 +66,8 @@ private final class ContextRecordingForwarder: RouteForwarder, @unchecked Sendab
         self.inner = inner
     }
 
-    func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
-        self.inner.forward(exchange, along: match, logger: logger)
+    func forward(_ exchange: HTTPExchange, along match: Router.Match, record: ForwardingRecord, logger: Logger) {
+        self.inner.forward(exchange, along: match, record: record, logger: logger)
         self.contexts.withLock { $0[exchange.head.path] = exchange.context }
     }
 

@@ -23,7 +23,7 @@ struct InPlaceOrderTests {
         try client.send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
         let bound = try #require(eventually { handler.exchange(0) })
         let context = bound.context
-        let sink = ExchangeSink(exchange: bound) { _ in }
+        let sink = RelayingSink(exchange: bound)
         // The sink is handed the transfer it reports for; this one is never driven.
         let transfer = CurlTransfer.unstarted(method: "POST")
 
@@ -51,6 +51,35 @@ struct InPlaceOrderTests {
         #expect(handler.bodyEvents == ["hello", "end"])
         // The connection took the whole body, so it stays open for the next request.
         #expect(try client.get("/next").status == 204)
+    }
+}
+
+/// Relays every delivery as it is, in the order ``ExchangeSink`` keeps: its deliveries and
+/// body resumes go through the one ``QueueBound/executeHereIfIdle(for:_:)`` of a producer
+/// of their own, as the sink's do.
+private final class RelayingSink: CurlResponseSink {
+    let exchange: QueueBound<HTTPExchange>
+    private let producer = OrderedProducer()
+
+    init(exchange: QueueBound<HTTPExchange>) {
+        self.exchange = exchange
+    }
+
+    func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
+        self.exchange.executeHereIfIdle(for: self.producer) { exchange in
+            let ending: ExchangeSink.Ending?
+            switch delivery.end {
+            case .finish?: ending = .finish
+            case .abort?: ending = .abort
+            case .fail(let error)?, .lostReusedConnection(let error)?: ending = .answer(error)
+            case nil: ending = nil
+            }
+            ExchangeSink.relay(delivery, ending: ending, from: transfer, to: exchange)
+        }
+    }
+
+    func resumeRequestBody() {
+        self.exchange.executeHereIfIdle(for: self.producer) { $0.resumeBody() }
     }
 }
 

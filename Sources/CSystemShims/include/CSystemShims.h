@@ -27,21 +27,4 @@ int tp_wakeup_eventfd(void);
 /// Names the calling thread for the OS (prctl PR_SET_NAME keeps at most 15 bytes).
 void tp_name_current_thread(const char *name);
 
-/// A close-on-exec epoll(7) set, or -1.
-int tp_epoll_create(void);
-
-/// Watches `fd` in the epoll set `ep` for reading when `readable`, writing when `writable`
-/// (level-triggered): changes what it is watched for when `watched` says it is in the set,
-/// adds it otherwise (either falls back to the other when the guess was wrong). 0, or -1
-/// with errno.
-int tp_epoll_watch(int ep, int fd, int readable, int writable, int watched);
-
-/// Stops watching `fd` (a descriptor that is not watched is no failure).
-void tp_epoll_unwatch(int ep, int fd);
-
-/// Takes, without waiting, at most `capacity` ready descriptors from `ep` into `fds`, with
-/// what each is ready for in `flags` (1 readable, 2 writable, 4 error or hang-up; libcurl's
-/// `CURL_CSELECT_*` values); returns how many, or -1 with errno.
-int tp_epoll_ready(int ep, int *fds, int *flags, int capacity);
-
 #endif

@@ -19,8 +19,7 @@ final class TestProxy {
         _ configuration: ProxyConfiguration = TestProxy.configuration(),
         forwarder: any RouteForwarder = UnavailableForwarder(),
         logger: Logger = TestLogging.logger,
-        metrics: ProxyMetrics = ProxyMetrics(),
-        loops: [EventLoop] = []
+        metrics: ProxyMetrics = ProxyMetrics()
     ) throws {
         var configuration = configuration
         if case .inet(let host, _) = configuration.listen {
@@ -30,8 +29,7 @@ final class TestProxy {
             configuration: configuration,
             forwarder: forwarder,
             logger: logger,
-            metrics: metrics,
-            loops: loops
+            metrics: metrics
         )
         self.addresses = try self.service.start()
         guard case .inet(_, let port) = self.addresses.proxy else {
