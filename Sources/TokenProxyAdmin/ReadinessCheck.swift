@@ -49,7 +49,7 @@ struct ReadinessCheck: Sendable {
         let once = OnceFlag()
         let finish: @Sendable () -> Void = {
             guard once.claim() else { return }
-            let answered = results.withLock { $0 }
+            let answered = results.withLockedValue { $0 }
             let states = providers.map { provider in
                 answered[provider.name]
                     ?? ProviderState(
@@ -73,7 +73,7 @@ struct ReadinessCheck: Sendable {
         }
         for provider in providers {
             let record: @Sendable (ProviderState) -> Void = { state in
-                let complete = results.withLock { results -> Bool in
+                let complete = results.withLockedValue { results -> Bool in
                     results[provider.name] = state
                     return results.count == providers.count
                 }

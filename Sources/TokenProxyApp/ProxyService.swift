@@ -149,7 +149,7 @@ package final class ProxyService: Sendable {
         let open = Mutex(servers.count)
         for server in servers {
             server.drain {
-                let last = open.withLock { count -> Bool in
+                let last = open.withLockedValue { count -> Bool in
                     count -= 1
                     return count == 0
                 }

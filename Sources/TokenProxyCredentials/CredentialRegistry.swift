@@ -39,12 +39,12 @@ package final class CredentialRegistry: Sendable {
         /// makes it.
         package func header(for token: AccessToken) -> Result<CredentialHeader, ProxyError> {
             // Bytes, not String ==, which calls canonically equivalent tokens equal.
-            if let last = self.lastHeader.withLock({ $0 }), last.token.utf8.elementsEqual(token.value.utf8) {
+            if let last = self.lastHeader.withLockedValue({ $0 }), last.token.utf8.elementsEqual(token.value.utf8) {
                 return .success(last.header)
             }
             let result = self.formatter.header(for: token, provider: self.configuration.name)
             if case .success(let header) = result {
-                self.lastHeader.withLock { $0 = (token.value, header) }
+                self.lastHeader.withLockedValue { $0 = (token.value, header) }
             }
             return result
         }
@@ -101,7 +101,7 @@ package final class CredentialRegistry: Sendable {
                     return
                 }
                 defer { Self.scheduleStoreLook(registry, store: store, seen: revision) }
-                let sources = registry.entries.withLock { $0.values.map(\.source) }
+                let sources = registry.entries.withLockedValue { $0.values.map(\.source) }
                 for source in sources {
                     source.storeChanged(contents)
                 }
@@ -115,14 +115,14 @@ package final class CredentialRegistry: Sendable {
     /// Replaces the providers, keeping unchanged ones.
     package func reload(_ configuration: ProxyConfiguration) {
         let context = self.context
-        self.entries.withLock { entries in
+        self.entries.withLockedValue { entries in
             entries = Self.build(configuration, previous: entries, context: context)
         }
     }
 
     /// The entry for provider `name`.
     package func entry(_ name: String) -> Entry? {
-        self.entries.withLock { $0[name] }
+        self.entries.withLockedValue { $0[name] }
     }
 
     private static func build(

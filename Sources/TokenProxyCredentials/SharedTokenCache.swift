@@ -70,7 +70,8 @@ final class SharedTokenCache: Sendable {
     /// ``complete(_:_:retryAfter:remember:)``, and should stop trying at the fetch's deadline.
     func token(completion: @escaping Completion, fetch: (Fetch) -> Void) {
         let now = ContinuousClock.now
-        let (action, id) = self.state.withLock { state -> (TokenCacheStateMachine<Waiter, ProxyError>.Action, UInt64) in
+        let (action, id) = self.state.withLockedValue {
+            state -> (TokenCacheStateMachine<Waiter, ProxyError>.Action, UInt64) in
             state.nextWaiter &+= 1
             let id = state.nextWaiter
             return (state.machine.request(Waiter(id: id, completion: completion), id: id, now: now), id)
@@ -99,7 +100,7 @@ final class SharedTokenCache: Sendable {
         remember: Bool = true
     ) {
         let now = ContinuousClock.now
-        let waiters = self.state.withLock { state -> [Waiter] in
+        let waiters = self.state.withLockedValue { state -> [Waiter] in
             switch outcome {
             case .success(let token):
                 return state.machine.fetchSucceeded(token, fetch: fetch.number)
@@ -118,7 +119,7 @@ final class SharedTokenCache: Sendable {
 
     /// Forgets `token` if it is still the cached one.
     func invalidate(_ token: AccessToken) {
-        self.state.withLock { $0.machine.invalidate(token) }
+        self.state.withLockedValue { $0.machine.invalidate(token) }
     }
 
     /// Forgets the cached token and any remembered failure when `decide`, given the fresh
@@ -126,7 +127,7 @@ final class SharedTokenCache: Sendable {
     /// looked at and changed under one lock, so a token that arrives meanwhile is not dropped.
     func reset(when decide: (_ cached: AccessToken?, _ failing: Bool) -> Bool) {
         let now = ContinuousClock.now
-        self.state.withLock { state in
+        self.state.withLockedValue { state in
             let cached = state.machine.current(now: now)
             let failing = state.machine.remembered(now: now) != nil
             if decide(cached, failing) {
@@ -137,14 +138,14 @@ final class SharedTokenCache: Sendable {
 
     /// The cached token, if fresh (tests).
     var current: AccessToken? {
-        self.state.withLock { $0.machine.current(now: .now) }
+        self.state.withLockedValue { $0.machine.current(now: .now) }
     }
 
     /// A refresh ahead of expiry to start now, if `token` is still cached and nothing runs
     /// (see the state machine); the caller must end it with ``complete(_:_:retryAfter:remember:)``.
     func beginBackgroundRefresh(of token: AccessToken) -> Fetch? {
         let now = ContinuousClock.now
-        guard let number = self.state.withLock({ $0.machine.beginBackgroundRefresh(of: token, now: now) }) else {
+        guard let number = self.state.withLockedValue({ $0.machine.beginBackgroundRefresh(of: token, now: now) }) else {
             return nil
         }
         return self.started(number, now: now)
@@ -170,7 +171,7 @@ final class SharedTokenCache: Sendable {
     /// thread takes the waiter out, and its completion runs on ``completions``.
     private func armWait(_ id: UInt64, now: ContinuousClock.Instant) {
         DeadlineScheduler.shared.schedule(at: now + self.waitLimit) { [self] in
-            guard let waiter = self.state.withLock({ $0.machine.removeWaiter(id) }) else { return }
+            guard let waiter = self.state.withLockedValue({ $0.machine.removeWaiter(id) }) else { return }
             let error = ProxyError(
                 .tokenUnavailable,
                 "no token within limits.token_wait_seconds; the token request goes on",

@@ -195,11 +195,11 @@ package final class CurlForwarder: RouteForwarder {
     }
 
     private func base(for upstream: String) throws(UpstreamURL.Failure) -> UpstreamURL.Base {
-        if let base = self.bases.withLock({ $0[upstream] }) {
+        if let base = self.bases.withLockedValue({ $0[upstream] }) {
             return base
         }
         let base = try UpstreamURL.parseBase(upstream)
-        self.bases.withLock { $0[upstream] = base }
+        self.bases.withLockedValue { $0[upstream] = base }
         return base
     }
 }

@@ -107,7 +107,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
     /// configured): each listener's origin is the proxy's own there (RFC 6454 §4).
     package func listenersBound(proxy: ListenAddress, admin: ListenAddress?) {
         let listeners = Self.listeners(proxy: proxy, admin: admin)
-        self.snapshot.withLock { current in
+        self.snapshot.withLockedValue { current in
             current = Self.makeSnapshot(
                 current.configuration,
                 startedAt: self.startedAt,
@@ -163,7 +163,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
     /// Replaces the configuration for exchanges that start from now on.
     package func reload(_ configuration: ProxyConfiguration) {
         // Listeners are fixed at start: the current ones are kept.
-        self.snapshot.withLock { current in
+        self.snapshot.withLockedValue { current in
             current = Self.makeSnapshot(
                 configuration,
                 startedAt: self.startedAt,
@@ -178,7 +178,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
 
     /// Serves one exchange on the proxy listener.
     package func handle(_ exchange: HTTPExchange) {
-        let snapshot = self.snapshot.withLock { $0 }
+        let snapshot = self.snapshot.withLockedValue { $0 }
         let head = exchange.head
         if let error = snapshot.policy.checkRequest(head) {
             self.reject(exchange, error)
@@ -225,7 +225,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
 
     /// Serves one exchange on a separate admin listener, where endpoints sit at the root.
     func handleAdmin(_ exchange: HTTPExchange) {
-        let snapshot = self.snapshot.withLock { $0 }
+        let snapshot = self.snapshot.withLockedValue { $0 }
         if let error = snapshot.policy.checkRequest(exchange.head) {
             self.reject(exchange, error)
             return

@@ -116,7 +116,7 @@ package final class ProxyMetrics: Sendable {
     /// Counts one answered request of `route` and, when known, its duration.
     package func requestFinished(route: String, status: Int?, duration: Duration?) {
         let statusIndex = Self.statusClassIndex(status)
-        let found = self.routeSeries.withLock { series in
+        let found = self.routeSeries.withLockedValue { series in
             (series[route]?.requests[statusIndex], series[route]?.duration)
         }
         // A series seen for the first time is made (or found) by name and labels, then kept
@@ -128,7 +128,7 @@ package final class ProxyMetrics: Sendable {
                     Names.requests,
                     [("route", route), ("status", Self.statusClasses[statusIndex])]
                 )
-                self.routeSeries.withLock { $0[route, default: RouteSeries()].requests[statusIndex] = counter }
+                self.routeSeries.withLockedValue { $0[route, default: RouteSeries()].requests[statusIndex] = counter }
                 return counter
             }()
         counter.increment()
@@ -137,7 +137,7 @@ package final class ProxyMetrics: Sendable {
             found.1
             ?? {
                 let timer = self.timer(route: route)
-                self.routeSeries.withLock { $0[route, default: RouteSeries()].duration = timer }
+                self.routeSeries.withLockedValue { $0[route, default: RouteSeries()].duration = timer }
                 return timer
             }()
         timer.recordNanoseconds(Self.nanoseconds(duration))
@@ -176,7 +176,7 @@ package final class ProxyMetrics: Sendable {
     /// 401), for `tokenproxy_token_expires_in_seconds`.
     package func tokenObtained(provider: String, expiresAt: ContinuousClock.Instant?) {
         let factory = self.factory
-        self.expiryGauges.withLock { gauges in
+        self.expiryGauges.withLockedValue { gauges in
             if gauges[provider] == nil {
                 let gauge = CoreMetrics.Gauge(
                     label: Names.tokenExpiresIn,
@@ -195,7 +195,7 @@ package final class ProxyMetrics: Sendable {
     package func exposition(openConnections: Int) -> [UInt8] {
         self.openConnections.record(openConnections)
         let now = ContinuousClock.now
-        self.expiryGauges.withLock { gauges in
+        self.expiryGauges.withLockedValue { gauges in
             for expiry in gauges.values {
                 guard let expiresAt = expiry.expiresAt else {
                     // No expiry known: the token is valid until a 401.
@@ -235,7 +235,7 @@ package final class ProxyMetrics: Sendable {
     private func counter(_ name: String, _ labels: [(String, String)]) -> CoreMetrics.Counter {
         let key = SeriesKey(name: name, labels: labels.map(\.1))
         let factory = self.factory
-        return self.counters.withLock { counters in
+        return self.counters.withLockedValue { counters in
             if let existing = counters[key] {
                 return existing
             }
@@ -247,7 +247,7 @@ package final class ProxyMetrics: Sendable {
 
     private func timer(route: String) -> CoreMetrics.Timer {
         let factory = self.factory
-        return self.timers.withLock { timers in
+        return self.timers.withLockedValue { timers in
             if let existing = timers[route] {
                 return existing
             }

@@ -49,7 +49,7 @@ package final class HTTPServer: Sendable {
 
     /// The number of open client connections.
     package var openConnections: Int {
-        self.registry.withLock { $0.connections.count }
+        self.registry.withLockedValue { $0.connections.count }
     }
 
     /// How many connections were accepted since start, refused ones included.
@@ -79,7 +79,7 @@ package final class HTTPServer: Sendable {
         ) { [self] descriptor, peer in
             self.accepted(descriptor, peer: peer)
         }
-        self.registry.withLock { $0.listeners.append(listener) }
+        self.registry.withLockedValue { $0.listeners.append(listener) }
         listener.start()
         return bound.address
     }
@@ -87,11 +87,11 @@ package final class HTTPServer: Sendable {
     private func accepted(_ descriptor: Int32, peer: String) {
         self.acceptCount.add(1, ordering: .relaxed)
         let context = SerialContext(queue: DispatchQueue(label: "tokenproxy.connection", target: self.workQueue))
-        let admitted = self.registry.withLock { registry -> Bool in
+        let admitted = self.registry.withLockedValue { registry -> Bool in
             !registry.draining && registry.connections.count < self.maxConnections
         }
         guard admitted else {
-            Self.refuse(descriptor, draining: self.registry.withLock { $0.draining })
+            Self.refuse(descriptor, draining: self.registry.withLockedValue { $0.draining })
             self.logger.warning(
                 "connection refused",
                 metadata: ["client": "\(peer)", "open": "\(self.openConnections)"]
@@ -113,7 +113,7 @@ package final class HTTPServer: Sendable {
             self.closed(connection)
         }
         let bound = QueueBound(connection, context: context)
-        self.registry.withLock {
+        self.registry.withLockedValue {
             $0.connections[ObjectIdentifier(connection)] = { bound.execute { $0.drain() } }
         }
         bound.execute { $0.start() }
@@ -133,7 +133,7 @@ package final class HTTPServer: Sendable {
     }
 
     private func closed<Transport: ConnectionTransport>(_ connection: HTTPConnection<Transport>) {
-        let completions = self.registry.withLock { registry -> [@Sendable () -> Void] in
+        let completions = self.registry.withLockedValue { registry -> [@Sendable () -> Void] in
             registry.connections[ObjectIdentifier(connection)] = nil
             guard registry.draining, registry.connections.isEmpty else { return [] }
             defer { registry.drainCompletions = [] }
@@ -151,7 +151,7 @@ package final class HTTPServer: Sendable {
         let completion: @Sendable () -> Void = {
             listenersClosed.notify(queue: .global(), execute: completion)
         }
-        let (listeners, connections, done) = self.registry.withLock { registry in
+        let (listeners, connections, done) = self.registry.withLockedValue { registry in
             registry.draining = true
             let listeners = registry.listeners
             registry.listeners = []
@@ -174,7 +174,7 @@ package final class HTTPServer: Sendable {
 
     /// Stops accepting on every listener without touching open connections.
     package func closeListeners() {
-        let listeners = self.registry.withLock { registry in
+        let listeners = self.registry.withLockedValue { registry in
             defer { registry.listeners = [] }
             return registry.listeners
         }

@@ -114,7 +114,7 @@ package final class CurlEngine: @unchecked Sendable {
     }
 
     private func send(_ command: Command) {
-        let wake = self.inbox.withLock { inbox -> Bool in
+        let wake = self.inbox.withLockedValue { inbox -> Bool in
             inbox.commands.append(command)
             // One wake-up per sleep: the first command after the thread went to sleep.
             defer { inbox.sleeping = false }
@@ -130,7 +130,7 @@ package final class CurlEngine: @unchecked Sendable {
         var running: Int32 = 0
         var pending: [Command] = []
         while true {
-            self.inbox.withLock { inbox in
+            self.inbox.withLockedValue { inbox in
                 swap(&pending, &inbox.commands)
                 inbox.sleeping = false
             }
@@ -155,7 +155,7 @@ package final class CurlEngine: @unchecked Sendable {
             self.outboxes.removeAll(keepingCapacity: true)
             // Commands that came in while this turn ran are taken without sleeping; otherwise
             // the next command wakes the thread.
-            let sleep = self.inbox.withLock { inbox -> Bool in
+            let sleep = self.inbox.withLockedValue { inbox -> Bool in
                 inbox.sleeping = inbox.commands.isEmpty
                 return inbox.sleeping
             }

@@ -96,7 +96,7 @@ package final class CurlTransfer: @unchecked Sendable {
     /// Adds request body bytes; returns true when enough is buffered that the producer should
     /// pause until ``CurlResponseSink/resumeRequestBody()``.
     package func appendBody(_ bytes: [UInt8]) -> Bool {
-        let (resume, pauseProducer) = self.shared.withLock { shared -> (Bool, Bool) in
+        let (resume, pauseProducer) = self.shared.withLockedValue { shared -> (Bool, Bool) in
             shared.body.append(contentsOf: bytes)
             return shared.flow.bodyAppended(bytes.count)
         }
@@ -108,7 +108,7 @@ package final class CurlTransfer: @unchecked Sendable {
 
     /// Marks the request body complete.
     package func endBody() {
-        let resume = self.shared.withLock { $0.flow.bodyEnded() }
+        let resume = self.shared.withLockedValue { $0.flow.bodyEnded() }
         if resume {
             self.engine.resume(self)
         }
@@ -297,20 +297,22 @@ package final class CurlTransfer: @unchecked Sendable {
     /// delivery that finds the consumer writable: a block an earlier delivery reported ends
     /// then too, since the consumer may have drained without another writable event.
     package func bodyDelivered(_ bytes: Int, consumerWritable: Bool) {
-        let resume = self.shared.withLock { $0.flow.responseDelivered(bytes, consumerWritable: consumerWritable) }
+        let resume = self.shared.withLockedValue {
+            $0.flow.responseDelivered(bytes, consumerWritable: consumerWritable)
+        }
         if resume { self.engine.resume(self) }
     }
 
     /// The sink's consumer drained; a paused transfer continues.
     package func consumerBecameWritable() {
-        let resume = self.shared.withLock { $0.flow.consumerBecameWritable() }
+        let resume = self.shared.withLockedValue { $0.flow.consumerBecameWritable() }
         if resume { self.engine.resume(self) }
     }
 
     // MARK: libcurl callbacks (engine thread)
 
     fileprivate func readRequestBody(into target: UnsafeMutableRawBufferPointer) -> Int {
-        let (count, resumeClient, ended) = self.shared.withLock { shared -> (Int, Bool, Bool) in
+        let (count, resumeClient, ended) = self.shared.withLockedValue { shared -> (Int, Bool, Bool) in
             switch shared.flow.readRequested() {
             case .end:
                 return (0, false, true)
@@ -367,7 +369,7 @@ package final class CurlTransfer: @unchecked Sendable {
     /// Takes body bytes from libcurl's write callback: their count, or libcurl's pause value
     /// when the client has too much in flight or cannot take more. Internal for tests.
     func receivedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        let accepted = self.shared.withLock { $0.flow.responseArrived(bytes.count) }
+        let accepted = self.shared.withLockedValue { $0.flow.responseArrived(bytes.count) }
         guard accepted else {
             self.life.bodyPaused()
             return tp_writefunc_pause()

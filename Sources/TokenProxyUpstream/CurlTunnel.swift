@@ -116,7 +116,7 @@ package final class CurlTunnel: @unchecked Sendable {
         let easy = self.easy
         let pending = Mutex(2)
         let cancelled: @Sendable () -> Void = {
-            let last = pending.withLock { count -> Bool in
+            let last = pending.withLockedValue { count -> Bool in
                 count -= 1
                 return count == 0
             }

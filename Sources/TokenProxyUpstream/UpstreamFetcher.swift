@@ -128,7 +128,7 @@ private final class BufferingSink: CurlResponseSink, Sendable {
     }
 
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
-        let result = self.state.withLock { state -> Result<UpstreamResponse, ProxyError>? in
+        let result = self.state.withLockedValue { state -> Result<UpstreamResponse, ProxyError>? in
             guard !state.done else { return nil }
             if let head = delivery.head {
                 state.head = head

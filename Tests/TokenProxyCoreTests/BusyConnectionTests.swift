@@ -68,10 +68,10 @@ private final class ContextRecordingForwarder: RouteForwarder, @unchecked Sendab
 
     func forward(_ exchange: HTTPExchange, along match: Router.Match, record: ForwardingRecord, logger: Logger) {
         self.inner.forward(exchange, along: match, record: record, logger: logger)
-        self.contexts.withLock { $0[exchange.head.path] = exchange.context }
+        self.contexts.withLockedValue { $0[exchange.head.path] = exchange.context }
     }
 
     func context(for path: String) -> SerialContext? {
-        self.contexts.withLock { $0[path] }
+        self.contexts.withLockedValue { $0[path] }
     }
 }

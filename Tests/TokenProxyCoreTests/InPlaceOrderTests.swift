@@ -88,22 +88,23 @@ private final class PausedBodyHandler: HTTPExchangeHandler, @unchecked Sendable 
     private let exchanges = Mutex<[QueueBound<HTTPExchange>]>([])
     private let events = Mutex<[String]>([])
 
-    var bodyEvents: [String] { self.events.withLock { $0 } }
+    var bodyEvents: [String] { self.events.withLockedValue { $0 } }
 
     func exchange(_ index: Int) -> QueueBound<HTTPExchange>? {
-        self.exchanges.withLock { $0.count > index ? $0[index] : nil }
+        self.exchanges.withLockedValue { $0.count > index ? $0[index] : nil }
     }
 
     func handle(_ exchange: HTTPExchange) {
         if exchange.head.method == "POST" {
             exchange.readBody { [self] event in
                 switch event {
-                case .bytes(let bytes): self.events.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
-                case .end: self.events.withLock { $0.append("end") }
+                case .bytes(let bytes):
+                    self.events.withLockedValue { $0.append(String(decoding: bytes, as: UTF8.self)) }
+                case .end: self.events.withLockedValue { $0.append("end") }
                 }
             }
             exchange.pauseBody()
-            self.exchanges.withLock { $0.append(QueueBound(exchange, context: exchange.context)) }
+            self.exchanges.withLockedValue { $0.append(QueueBound(exchange, context: exchange.context)) }
         } else {
             exchange.respond(HTTPResponse(status: 204, body: []))
         }

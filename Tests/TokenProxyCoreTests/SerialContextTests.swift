@@ -11,11 +11,11 @@ private final class OrderLog: Sendable {
     private let entries = Mutex<[Int]>([])
 
     func append(_ value: Int) {
-        self.entries.withLock { $0.append(value) }
+        self.entries.withLockedValue { $0.append(value) }
     }
 
     var values: [Int] {
-        self.entries.withLock { $0 }
+        self.entries.withLockedValue { $0 }
     }
 }
 
@@ -89,13 +89,13 @@ struct SerialContextTests {
         let context = SerialContext(queue: queue)
         let inPlace = Mutex<[Bool]>([])
         queue.sync {
-            _ = context.runIfIdle { inPlace.withLock { $0.append(context.isHeldInPlace) } }
+            _ = context.runIfIdle { inPlace.withLockedValue { $0.append(context.isHeldInPlace) } }
         }
-        _ = context.runIfIdle { inPlace.withLock { $0.append(context.isHeldInPlace) } }
+        _ = context.runIfIdle { inPlace.withLockedValue { $0.append(context.isHeldInPlace) } }
         queue.sync {
-            context.run { inPlace.withLock { $0.append(context.isHeldInPlace) } }
+            context.run { inPlace.withLockedValue { $0.append(context.isHeldInPlace) } }
         }
-        #expect(inPlace.withLock { $0 } == [true, true, false])
+        #expect(inPlace.withLockedValue { $0 } == [true, true, false])
     }
 
     /// The log's entries, read holding its context; nil when the context is taken.

@@ -265,12 +265,12 @@ final class InPlaceAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
     private let handled = Mutex<[Bool]>([])
     private let inPlace = Mutex(0)
 
-    var handledInPlace: [Bool] { self.handled.withLock { $0 } }
-    var answeredInPlace: Int { self.inPlace.withLock { $0 } }
+    var handledInPlace: [Bool] { self.handled.withLockedValue { $0 } }
+    var answeredInPlace: Int { self.inPlace.withLockedValue { $0 } }
 
     func handle(_ exchange: HTTPExchange) {
         let handledInPlace = exchange.context.isHeldInPlace
-        self.handled.withLock { $0.append(handledInPlace) }
+        self.handled.withLockedValue { $0.append(handledInPlace) }
         let bound = QueueBound(exchange, context: exchange.context)
         Thread { [self] in
             // The gate is free once the handler's caller lets go of it.
@@ -280,7 +280,7 @@ final class InPlaceAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
                 }
             }
             if answered {
-                self.inPlace.withLock { $0 += 1 }
+                self.inPlace.withLockedValue { $0 += 1 }
             }
         }.start()
     }
@@ -291,7 +291,7 @@ final class InPlaceAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
 final class EndlessAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
     private let gone = Mutex(0)
 
-    var clientsGone: Int { self.gone.withLock { $0 } }
+    var clientsGone: Int { self.gone.withLockedValue { $0 } }
 
     /// A client of `server` (over such a handler) that asked for the answer and read its head.
     static func client(of server: TestHTTPServer) throws -> TestClient {
@@ -302,7 +302,7 @@ final class EndlessAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
     }
 
     func handle(_ exchange: HTTPExchange) {
-        exchange.onClose = { [self] in self.gone.withLock { $0 += 1 } }
+        exchange.onClose = { [self] in self.gone.withLockedValue { $0 += 1 } }
         exchange.sendHead(HTTPResponseHead(status: 200))
         let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 65536)
         func pump() {

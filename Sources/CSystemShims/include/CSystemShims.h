@@ -27,4 +27,14 @@ int tp_wakeup_eventfd(void);
 /// Names the calling thread for the OS (prctl PR_SET_NAME keeps at most 15 bytes).
 void tp_name_current_thread(const char *name);
 
+/// Tells the thread sanitizer that the calling thread acquired the lock at `address` (a build
+/// without it does nothing). `Synchronization.Mutex` on Linux hands a contended lock from
+/// thread to thread in the kernel (a priority-inheritance futex) inside the Swift runtime,
+/// which the sanitizer does not see; these two calls give it the order the lock makes.
+void tp_tsan_acquire(void *address);
+
+/// Tells the thread sanitizer that the calling thread is about to release the lock at
+/// `address` (a build without it does nothing).
+void tp_tsan_release(void *address);
+
 #endif

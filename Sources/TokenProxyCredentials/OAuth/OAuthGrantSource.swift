@@ -89,7 +89,7 @@ final class OAuthGrantSource: CredentialSource {
         if let stored, stored.configFingerprint != self.provider.tokenFingerprint() {
             return
         }
-        let refused = self.refused.withLock { $0 }
+        let refused = self.refused.withLockedValue { $0 }
         let usable =
             stored.flatMap { $0.needsLogin == true ? nil : $0.freshAccessToken(skew: self.provider.refreshSkewSeconds) }
             .map { $0.value != refused } ?? false
@@ -103,7 +103,7 @@ final class OAuthGrantSource: CredentialSource {
 
     /// Forgets `token` if it is still the cached one; the store's copy is not used again.
     func invalidate(_ token: AccessToken) {
-        self.refused.withLock { $0 = token.value }
+        self.refused.withLockedValue { $0 = token.value }
         self.cache.invalidate(token)
     }
 
@@ -153,17 +153,17 @@ final class OAuthGrantSource: CredentialSource {
             // successor could not be stored would lose the chain, so ask nothing.
             return .failure(self.failure(error.description))
         }
-        if let pending = self.unsaved.withLock({ $0 }), pending.configFingerprint == fingerprint {
+        if let pending = self.unsaved.withLockedValue({ $0 }), pending.configFingerprint == fingerprint {
             record = pending
             if self.save({ $0 = pending }) {
-                self.unsaved.withLock { $0 = nil }
+                self.unsaved.withLockedValue { $0 = nil }
             }
         }
         if let stored = record, stored.configFingerprint != fingerprint {
             record = nil
         }
         // Another process (or `tokenproxy login`) may have stored a token since ours.
-        let refused = self.refused.withLock { $0 }
+        let refused = self.refused.withLockedValue { $0 }
         if let stored = record?.freshAccessToken(skew: self.provider.refreshSkewSeconds),
             stored.value != refused, stored.value != replacing?.value
         {
@@ -224,7 +224,7 @@ final class OAuthGrantSource: CredentialSource {
                 fingerprint: fingerprint
             )
             if !self.save({ $0 = grant }) {
-                self.unsaved.withLock { $0 = grant }
+                self.unsaved.withLockedValue { $0 = grant }
             }
             let lifetime = issued.response.expiresIn ?? self.provider.defaultExpiresIn
             return .success(
@@ -238,7 +238,7 @@ final class OAuthGrantSource: CredentialSource {
             let now = Date()
             if failure.oauthError == "invalid_grant", let refreshToken {
                 // The refresh token is dead: forget it, unless another one replaced it.
-                self.unsaved.withLock { $0 = nil }
+                self.unsaved.withLockedValue { $0 = nil }
                 self.save { stored in
                     // Unless another process stored a newer token of this configuration meanwhile.
                     guard

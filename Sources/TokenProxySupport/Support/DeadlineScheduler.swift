@@ -70,7 +70,7 @@ package final class DeadlineScheduler: Sendable {
 
     /// Runs `action` once `deadline` has passed (at once when it has already).
     package func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) {
-        let (start, earliest) = self.state.withLock { state -> (Bool, Bool) in
+        let (start, earliest) = self.state.withLockedValue { state -> (Bool, Bool) in
             state.push(Entry(deadline: deadline, action: action))
             let start = !state.started
             state.started = true
@@ -86,7 +86,7 @@ package final class DeadlineScheduler: Sendable {
     private func run() {
         while true {
             let now = ContinuousClock.now
-            let (due, next) = self.state.withLock { state -> ([Entry], ContinuousClock.Instant?) in
+            let (due, next) = self.state.withLockedValue { state -> ([Entry], ContinuousClock.Instant?) in
                 var due: [Entry] = []
                 while let earliest = state.heap.first, earliest.deadline <= now, let entry = state.popEarliest() {
                     due.append(entry)

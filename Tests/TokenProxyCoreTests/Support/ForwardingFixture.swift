@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import TokenProxySupport
 
 @testable import TokenProxyCredentials
 @testable import TokenProxyForwarding
@@ -100,7 +101,7 @@ extension CurlEngine {
     /// command pending, so that the next command must wake it: tests wait for this rather
     /// than for a while.
     var isAsleep: Bool {
-        self.inbox.withLock { $0.sleeping }
+        self.inbox.withLockedValue { $0.sleeping }
     }
 }
 
