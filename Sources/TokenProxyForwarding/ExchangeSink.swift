@@ -1,5 +1,4 @@
 import TokenProxyHTTP
-import TokenProxyMetrics
 import TokenProxyServer
 import TokenProxySupport
 import TokenProxyUpstream

@@ -1,6 +1,4 @@
 import CCurl
-import CSystemShims
-import Dispatch
 import Synchronization
 import TokenProxySupport
 

@@ -244,6 +244,7 @@ struct CredentialSourceTests {
 /// A value behind a lock, for collecting results from completion handlers.
 final class Locked<Value>: @unchecked Sendable {
     private let lock = NSLock()
+    /// The value (guarded by `lock`).
     private var value: Value
     init(_ value: Value) { self.value = value }
     func withLockedValue<T>(_ body: (inout Value) -> T) -> T { self.lock.withLock { body(&self.value) } }

@@ -174,6 +174,8 @@ private func appendOnAThread(_ writer: LogWriter, count: Int, width: Int) -> Boo
         // The same events through swift-log's own StreamLogHandler and through LineLogHandler
         // give the same lines, but for the time, which is checked for its form.
         final class Capture: TextOutputStream, @unchecked Sendable {
+            /// What the handler wrote: only this test's thread logs through it, and reads it
+            /// after logging.
             var text = ""
             func write(_ string: String) { self.text += string }
         }

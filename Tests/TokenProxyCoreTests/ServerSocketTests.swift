@@ -214,6 +214,7 @@ struct ServerSocketTests {
 /// waiting for `onWritable` otherwise: what a well-behaved producer does.
 final class StreamingHandler: HTTPExchangeHandler, @unchecked Sendable {
     private let lock = NSLock()
+    /// The bytes sent so far (guarded by `lock`).
     private var producedBytes = 0
     private let total: Int
 
@@ -318,6 +319,7 @@ final class EndlessAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
 /// A Bool set from a completion handler and read by the test.
 final class LockedFlag: @unchecked Sendable {
     private let lock = NSLock()
+    /// The flag (guarded by `lock`).
     private var stored = false
     var value: Bool { self.lock.withLock { self.stored } }
     func set(_ value: Bool) { self.lock.withLock { self.stored = value } }
@@ -332,6 +334,7 @@ final class CapturingHandler: HTTPExchangeHandler, @unchecked Sendable {
     }
 
     private let lock = NSLock()
+    /// A weak reference to each exchange handled (guarded by `lock`).
     private var boxes: [WeakBox] = []
 
     var handled: Int { self.lock.withLock { self.boxes.count } }

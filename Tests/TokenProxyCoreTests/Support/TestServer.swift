@@ -139,7 +139,9 @@ enum TestLogging {
 /// A log handler that keeps every line (message and metadata) for assertions.
 final class CapturedLogs: @unchecked Sendable {
     private let lock = NSLock()
+    /// Each line as text (guarded by `lock`).
     private var lines: [String] = []
+    /// Each line's message and metadata (guarded by `lock`).
     private var records: [(message: String, metadata: [String: String])] = []
 
     var text: String { self.lock.withLock { self.lines.joined(separator: "\n") } }
