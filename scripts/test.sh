@@ -30,7 +30,9 @@ swift test
 # descriptor exhaustion, fault storms) stay out: under the sanitizer's slowdown their time
 # limits would fail, not their logic. The build lives in a directory of its own, so the debug
 # build above is not rebuilt. A report stops the run; the suppressions file holds only false
-# positives, each with its reason.
+# positives, each with its reason. ForwardingTests' 3 MiB uploads are left out: under the
+# sanitizer two of them at once take about 15 s, and the proxy closes the connection before
+# answering (the sanitizer reports nothing there; the plain run above covers them).
 tsan_suites=(
     SerialContextTests InPlaceOrderTests BusyConnectionTests ServerSocketTests BackPressureTests
     StreamAndAbortTests AbortedExchangeTests ExchangeLifetimeTests
@@ -43,7 +45,8 @@ tsan_suites=(
 )
 TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp halt_on_error=1 ${TSAN_OPTIONS:-}" \
     swift test --sanitize=thread --scratch-path .build-tsan \
-    --filter "^TokenProxyCoreTests\.($(IFS='|'; echo "${tsan_suites[*]}"))\b"
+    --filter "^TokenProxyCoreTests\.($(IFS='|'; echo "${tsan_suites[*]}"))\b" \
+    --skip "uploadsByContentLengthArriveIntact"
 
 # The deploy artifacts, each checked by the tool its users trust (deploy/README.md).
 TOKENPROXY_BIN=.build/debug/tokenproxy scripts/check-deploy.sh
