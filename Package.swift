@@ -32,8 +32,6 @@ let package = Package(
             name: "TokenProxySupport",
             dependencies: [
                 "CSystemShims",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -53,7 +51,7 @@ let package = Package(
         .target(
             name: "TokenProxyMetrics",
             dependencies: [
-                "TokenProxyServer",
+                "TokenProxySupport",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]

@@ -7,6 +7,14 @@
 #include <sys/socket.h>
 #include "CSystemShims.h"
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TP_THREAD_SANITIZER 1
+void __tsan_acquire(void *address);
+void __tsan_release(void *address);
+#endif
+#endif
+
 static pthread_key_t read_buffer_key;
 static pthread_once_t read_buffer_once = PTHREAD_ONCE_INIT;
 static __thread unsigned char *read_buffer;
@@ -43,4 +51,20 @@ int tp_wakeup_eventfd(void) {
 
 void tp_name_current_thread(const char *name) {
     prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}
+
+void tp_tsan_acquire(void *address) {
+#ifdef TP_THREAD_SANITIZER
+    __tsan_acquire(address);
+#else
+    (void)address;
+#endif
+}
+
+void tp_tsan_release(void *address) {
+#ifdef TP_THREAD_SANITIZER
+    __tsan_release(address);
+#else
+    (void)address;
+#endif
 }

@@ -49,7 +49,7 @@ struct ReadinessCheck: Sendable {
         let once = OnceFlag()
         let finish: @Sendable () -> Void = {
             guard once.claim() else { return }
-            let answered = results.withLock { $0 }
+            let answered = results.withLockedValue { $0 }
             let states = providers.map { provider in
                 answered[provider.name]
                     ?? ProviderState(
@@ -66,10 +66,14 @@ struct ReadinessCheck: Sendable {
             finish()
             return
         }
-        DeadlineScheduler.shared.schedule(at: .now + BoundedSeconds.duration(self.timeout), finish)
+        // `finish` calls the probe's completion: not on the deadline thread, whose actions
+        // must stay short.
+        DeadlineScheduler.shared.schedule(at: .now + BoundedSeconds.duration(self.timeout)) {
+            DispatchQueue.global().async(execute: finish)
+        }
         for provider in providers {
             let record: @Sendable (ProviderState) -> Void = { state in
-                let complete = results.withLock { results -> Bool in
+                let complete = results.withLockedValue { results -> Bool in
                     results[provider.name] = state
                     return results.count == providers.count
                 }

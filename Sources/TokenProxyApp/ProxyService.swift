@@ -29,8 +29,7 @@ package final class ProxyService: Sendable {
         configuration: ProxyConfiguration,
         forwarder: any RouteForwarder,
         logger: Logger,
-        metrics: ProxyMetrics = ProxyMetrics(),
-        loops: [EventLoop] = []
+        metrics: ProxyMetrics = ProxyMetrics()
     ) {
         self.metrics = metrics
         self.configuration = configuration
@@ -51,8 +50,7 @@ package final class ProxyService: Sendable {
             settings: settings,
             maxConnections: limits.maxConnections,
             handler: handler,
-            logger: logger,
-            loops: loops
+            logger: logger
         )
         if case .listener = configuration.admin {
             self.adminServer = HTTPServer(
@@ -72,24 +70,18 @@ package final class ProxyService: Sendable {
     /// tokens in `store` (token requests go through the first engine and are counted in the
     /// same metrics, as the store's failures are when it was made with them), the forwarder
     /// over them, and the listeners. Fails when an engine cannot start.
-    ///
-    /// With `eventLoops`, the engines run on event loops, each sharing its serial queue with
-    /// the client connections it serves (``CurlEngine/init(loopOn:)``); token requests then go
-    /// through an engine of their own on its thread, off the loops.
     package convenience init(
         configuration: ProxyConfiguration,
         store: any TokenStore,
         engineCount: Int,
-        eventLoops: Bool = false,
         metrics: ProxyMetrics = ProxyMetrics(),
         logger: Logger
     ) throws(SystemError) {
         let count = min(max(engineCount, 1), Self.maximumEngines)
-        let engines = eventLoops ? try CurlEngine.makeLoops(count: count) : try CurlEngine.make(count: count)
-        let tokenEngine = eventLoops ? try CurlEngine(name: "tp-curl-tokens") : engines[0]
+        let engines = try CurlEngine.make(count: count)
         let credentials = CredentialRegistry(
             configuration: configuration,
-            fetcher: UpstreamFetcher(engine: tokenEngine),
+            fetcher: UpstreamFetcher(engine: engines[0]),
             store: store,
             metrics: metrics,
             logger: logger
@@ -99,8 +91,7 @@ package final class ProxyService: Sendable {
             configuration: configuration,
             forwarder: forwarder,
             logger: logger,
-            metrics: metrics,
-            loops: engines.compactMap(\.eventLoop)
+            metrics: metrics
         )
     }
 
@@ -158,7 +149,7 @@ package final class ProxyService: Sendable {
         let open = Mutex(servers.count)
         for server in servers {
             server.drain {
-                let last = open.withLock { count -> Bool in
+                let last = open.withLockedValue { count -> Bool in
                     count -= 1
                     return count == 0
                 }

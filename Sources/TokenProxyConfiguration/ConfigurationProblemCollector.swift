@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenProxySupport
 
 /// Collects the problems found while a configuration is decoded, so that decoding goes on after
 /// the first one and the user sees every problem at once.
@@ -31,23 +32,23 @@ final class ConfigurationProblemCollector: Sendable {
 
     /// Every problem recorded so far, in order.
     var all: [ConfigurationProblem] {
-        self.found.withLock { $0.problems }
+        self.found.withLockedValue { $0.problems }
     }
 
     /// The paths of every problem recorded so far.
     var paths: Set<String> {
-        self.found.withLock { Set($0.problems.map(\.path)) }
+        self.found.withLockedValue { Set($0.problems.map(\.path)) }
     }
 
     /// Providers whose `grant` was missing or invalid: they are left out of the result, and
     /// routes naming them are not reported a second time as naming an unknown provider.
     var brokenProviders: Set<String> {
-        self.found.withLock { $0.brokenProviderNames }
+        self.found.withLockedValue { $0.brokenProviderNames }
     }
 
     /// Records a problem at `path`.
     func add(_ path: String, _ message: String) {
-        self.found.withLock { $0.problems.append(ConfigurationProblem(path: path, message: message)) }
+        self.found.withLockedValue { $0.problems.append(ConfigurationProblem(path: path, message: message)) }
     }
 
     /// Records a problem at the value named by `codingPath`.
@@ -57,12 +58,12 @@ final class ConfigurationProblemCollector: Sendable {
 
     /// Records problems found elsewhere (their paths are already absolute).
     func add(contentsOf problems: [ConfigurationProblem]) {
-        self.found.withLock { $0.problems.append(contentsOf: problems) }
+        self.found.withLockedValue { $0.problems.append(contentsOf: problems) }
     }
 
     /// Marks a provider as unusable (see ``brokenProviders``).
     func markBroken(provider name: String) {
-        self.found.withLock { _ = $0.brokenProviderNames.insert(name) }
+        self.found.withLockedValue { _ = $0.brokenProviderNames.insert(name) }
     }
 
     /// Records a decoding failure of the value at `codingPath` in words a user understands.

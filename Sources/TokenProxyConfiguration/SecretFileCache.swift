@@ -36,7 +36,7 @@ final class SecretFileCache: Sendable {
         do {
             return try self.checkedContents(of: path, rules: .current)
         } catch {
-            self.entries.withLock { _ = $0.removeValue(forKey: path) }
+            self.entries.withLockedValue { _ = $0.removeValue(forKey: path) }
             throw ConfigurationError(message: error.message)
         }
     }
@@ -44,7 +44,7 @@ final class SecretFileCache: Sendable {
     /// ``contents(of:)`` under `rules`, failing with the kind of failure.
     func checkedContents(of path: String, rules: SecretFileRules) throws(SecretFileError) -> String {
         let found = try SecretFilePath.check(path, rules: rules, maxBytes: Secret.maxFileBytes)
-        if let entry = self.entries.withLock({ $0[path] }), entry.settled, entry.status == found.status {
+        if let entry = self.entries.withLockedValue({ $0[path] }), entry.settled, entry.status == found.status {
             return entry.value
         }
         let (bytes, status) = try SecretFilePath.read(path, rules: rules, maxBytes: Secret.maxFileBytes)
@@ -56,13 +56,13 @@ final class SecretFileCache: Sendable {
         }
         let modified = Double(status.modification.seconds) + Double(status.modification.nanoseconds) / 1e9
         let settled = modified + Self.settleSeconds < Date().timeIntervalSince1970
-        self.entries.withLock { $0[path] = Entry(status: status, value: text, settled: settled) }
+        self.entries.withLockedValue { $0[path] = Entry(status: status, value: text, settled: settled) }
         return text
     }
 
     /// Forgets every entry (tests, and a configuration reload that wants fresh reads).
     func removeAll() {
-        self.entries.withLock { $0.removeAll() }
+        self.entries.withLockedValue { $0.removeAll() }
     }
 
     /// `data` without one trailing `"\n"` or `"\r\n"`: editors add one, and a token with a

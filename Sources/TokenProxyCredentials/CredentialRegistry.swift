@@ -40,12 +40,12 @@ package final class CredentialRegistry: Sendable {
         /// makes it.
         package func header(for token: AccessToken) -> Result<CredentialHeader, ProxyError> {
             // Bytes, not String ==, which calls canonically equivalent tokens equal.
-            if let last = self.lastHeader.withLock({ $0 }), last.token.utf8.elementsEqual(token.value.utf8) {
+            if let last = self.lastHeader.withLockedValue({ $0 }), last.token.utf8.elementsEqual(token.value.utf8) {
                 return .success(last.header)
             }
             let result = self.formatter.header(for: token, provider: self.configuration.name)
             if case .success(let header) = result {
-                self.lastHeader.withLock { $0 = (token.value, header) }
+                self.lastHeader.withLockedValue { $0 = (token.value, header) }
             }
             return result
         }
@@ -102,7 +102,7 @@ package final class CredentialRegistry: Sendable {
                     return
                 }
                 defer { Self.scheduleStoreLook(registry, store: store, seen: revision) }
-                let sources = registry.entries.withLock { $0.values.map(\.source) }
+                let sources = registry.entries.withLockedValue { $0.values.map(\.source) }
                 for source in sources {
                     source.storeChanged(contents)
                 }
@@ -117,7 +117,7 @@ package final class CredentialRegistry: Sendable {
     /// retired (``CredentialSource/retire(handingOverTo:)``) once the new ones are in place.
     package func reload(_ configuration: ProxyConfiguration) {
         let context = self.context
-        let (previous, current) = self.entries.withLock { entries in
+        let (previous, current) = self.entries.withLockedValue { entries in
             let previous = entries
             entries = Self.build(configuration, previous: entries, context: context)
             return (previous, entries)
@@ -129,7 +129,7 @@ package final class CredentialRegistry: Sendable {
 
     /// The entry for provider `name`.
     package func entry(_ name: String) -> Entry? {
-        self.entries.withLock { $0[name] }
+        self.entries.withLockedValue { $0[name] }
     }
 
     private static func build(

@@ -25,7 +25,7 @@ final class RefreshTimer: Sendable {
 
     /// Plans the renewal of `token` at `due`, replacing any earlier plan.
     func plan(_ token: AccessToken, at due: ContinuousClock.Instant) {
-        let arm = self.state.withLock { state -> Bool in
+        let arm = self.state.withLockedValue { state -> Bool in
             state.token = token
             state.due = due
             guard state.armed.map({ due < $0 }) ?? true else { return false }
@@ -48,7 +48,7 @@ final class RefreshTimer: Sendable {
             case rearm(ContinuousClock.Instant)
             case run(AccessToken)
         }
-        let next = self.state.withLock { state -> Next in
+        let next = self.state.withLockedValue { state -> Next in
             if state.armed == deadline {
                 state.armed = nil
             }

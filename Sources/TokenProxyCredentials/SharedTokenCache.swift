@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 import TokenProxyConfiguration
 import TokenProxySupport
@@ -79,7 +80,7 @@ final class SharedTokenCache: Sendable {
     func token(completion: @escaping Completion, until: ContinuousClock.Instant? = nil, fetch: (Fetch) -> Void) {
         let now = ContinuousClock.now
         let until = until ?? now + self.waitLimit
-        let (decision, id) = self.state.withLock { state -> (Decision, UInt64) in
+        let (decision, id) = self.state.withLockedValue { state -> (Decision, UInt64) in
             if let handover = state.handover {
                 return (.handOver(handover), 0)
             }
@@ -113,7 +114,7 @@ final class SharedTokenCache: Sendable {
     /// late result changes nothing), and its waiters and every later caller go to `handover`
     /// with the end of wait they had.
     func retire(handover: @escaping Handover) {
-        let waiters = self.state.withLock { state -> [Waiter] in
+        let waiters = self.state.withLockedValue { state -> [Waiter] in
             state.handover = handover
             return state.machine.abandon()
         }
@@ -133,7 +134,7 @@ final class SharedTokenCache: Sendable {
         remember: Bool = true
     ) {
         let now = ContinuousClock.now
-        let waiters = self.state.withLock { state -> [Waiter] in
+        let waiters = self.state.withLockedValue { state -> [Waiter] in
             switch outcome {
             case .success(let token):
                 return state.machine.fetchSucceeded(token, fetch: fetch.number)
@@ -152,7 +153,7 @@ final class SharedTokenCache: Sendable {
 
     /// Forgets `token` if it is still the cached one.
     func invalidate(_ token: AccessToken) {
-        self.state.withLock { $0.machine.invalidate(token) }
+        self.state.withLockedValue { $0.machine.invalidate(token) }
     }
 
     /// Forgets the cached token and any remembered failure when `decide`, given the fresh
@@ -160,7 +161,7 @@ final class SharedTokenCache: Sendable {
     /// looked at and changed under one lock, so a token that arrives meanwhile is not dropped.
     func reset(when decide: (_ cached: AccessToken?, _ failing: Bool) -> Bool) {
         let now = ContinuousClock.now
-        self.state.withLock { state in
+        self.state.withLockedValue { state in
             let cached = state.machine.current(now: now)
             let failing = state.machine.remembered(now: now) != nil
             if decide(cached, failing) {
@@ -171,14 +172,14 @@ final class SharedTokenCache: Sendable {
 
     /// The cached token, if fresh (tests).
     var current: AccessToken? {
-        self.state.withLock { $0.machine.current(now: .now) }
+        self.state.withLockedValue { $0.machine.current(now: .now) }
     }
 
     /// A refresh ahead of expiry to start now, if `token` is still cached and nothing runs
     /// (see the state machine); the caller must end it with ``complete(_:_:retryAfter:remember:)``.
     func beginBackgroundRefresh(of token: AccessToken) -> Fetch? {
         let now = ContinuousClock.now
-        guard let number = self.state.withLock({ $0.machine.beginBackgroundRefresh(of: token, now: now) }) else {
+        guard let number = self.state.withLockedValue({ $0.machine.beginBackgroundRefresh(of: token, now: now) }) else {
             return nil
         }
         return self.started(number, now: now)
@@ -194,24 +195,28 @@ final class SharedTokenCache: Sendable {
                 "the token request timed out (limits.token_request_seconds) and was abandoned",
                 provider: self.provider
             )
-            self.complete(fetch, .failure(error))
+            // The waiters' completions are their callers' code: off the deadline thread.
+            Self.completions.async { self.complete(fetch, .failure(error)) }
         }
         return fetch
     }
 
-    /// Ends waiter `id`'s wait at `until`, if it is still waiting then.
+    /// Ends waiter `id`'s wait at `until`, if it is still waiting then: the deadline thread
+    /// takes the waiter out, and its completion runs on ``completions``.
     private func armWait(_ id: UInt64, until: ContinuousClock.Instant) {
         DeadlineScheduler.shared.schedule(at: until) { [self] in
-            let waiter = self.state.withLock { $0.machine.removeWaiter(id) }
-            waiter?.completion(
-                .failure(
-                    ProxyError(
-                        .tokenUnavailable,
-                        "no token within limits.token_wait_seconds; the token request goes on",
-                        provider: self.provider
-                    )
-                )
+            guard let waiter = self.state.withLockedValue({ $0.machine.removeWaiter(id) }) else { return }
+            let error = ProxyError(
+                .tokenUnavailable,
+                "no token within limits.token_wait_seconds; the token request goes on",
+                provider: self.provider
             )
+            Self.completions.async { waiter.completion(.failure(error)) }
         }
     }
+
+    /// Where the completions of waits ended by a deadline run: never on the deadline thread,
+    /// whose actions must stay short, since one slow completion there would hold back every
+    /// later deadline in the process.
+    private static let completions = DispatchQueue.global()
 }

@@ -1,5 +1,4 @@
 import Logging
-import Synchronization
 import TokenProxyConfiguration
 import TokenProxySupport
 

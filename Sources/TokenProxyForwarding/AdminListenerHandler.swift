@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Synchronization
 import TokenProxyServer
 
 /// Serves a separate admin listener through the proxy handler's admin endpoints.

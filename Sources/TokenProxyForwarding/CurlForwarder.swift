@@ -73,8 +73,13 @@ package final class CurlForwarder: RouteForwarder {
         self.credentials.reload(configuration)
     }
 
-    /// Sends `exchange` upstream along `match`.
-    package func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
+    /// Sends `exchange` upstream along `match`; `record` follows how it went.
+    package func forward(
+        _ exchange: HTTPExchange,
+        along match: Router.Match,
+        record: ForwardingRecord,
+        logger: Logger
+    ) {
         let route = match.route
         let base: UpstreamURL.Base
         let url: String
@@ -130,6 +135,7 @@ package final class CurlForwarder: RouteForwarder {
             }
             TunnelAttempt(
                 exchange: exchange,
+                record: record,
                 match: match,
                 base: base,
                 url: url,
@@ -158,6 +164,7 @@ package final class CurlForwarder: RouteForwarder {
         )
         let attempt = ForwardingAttempt(
             exchange: exchange,
+            record: record,
             match: match,
             base: base,
             url: url,
@@ -184,22 +191,16 @@ package final class CurlForwarder: RouteForwarder {
     /// same for all of its requests.
     private func engine(for exchange: HTTPExchange) -> CurlEngine {
         guard self.engines.count > 1 else { return self.engines[0] }
-        // An engine on an event loop serves the connections that run on its loop's queue.
-        if self.engines[0].loopQueue != nil,
-            let engine = self.engines.first(where: { $0.loopQueue === exchange.context.queue })
-        {
-            return engine
-        }
         let slot = UInt(bitPattern: ObjectIdentifier(exchange.context).hashValue) % UInt(self.engines.count)
         return self.engines[Int(slot)]
     }
 
     private func base(for upstream: String) throws(UpstreamURL.Failure) -> UpstreamURL.Base {
-        if let base = self.bases.withLock({ $0[upstream] }) {
+        if let base = self.bases.withLockedValue({ $0[upstream] }) {
             return base
         }
         let base = try UpstreamURL.parseBase(upstream)
-        self.bases.withLock { $0[upstream] = base }
+        self.bases.withLockedValue { $0[upstream] = base }
         return base
     }
 }

@@ -1,5 +1,4 @@
 import TokenProxyHTTP
-import TokenProxyMetrics
 import TokenProxyServer
 import TokenProxySupport
 import TokenProxyUpstream
@@ -8,9 +7,8 @@ import TokenProxyUpstream
 /// context (in place when the connection is idle, otherwise one hop to its queue) with
 /// one flush, and a client that cannot keep up pauses the transfer.
 ///
-/// A forwarded request's sink hands each delivery to the request's ``ForwardingAttempt``,
-/// which decides whether it is relayed, dropped or ends in another attempt; a sink without
-/// one relays every delivery as it is.
+/// The sink hands each delivery to the request's ``ForwardingAttempt``, which decides
+/// whether it is relayed, dropped or ends in another attempt.
 ///
 /// A class: the transfer holds it and each delivery's closure captures it, one reference
 /// each instead of a copy of its fields.
@@ -29,9 +27,7 @@ final class ExchangeSink: CurlResponseSink {
     let exchange: QueueBound<HTTPExchange>
     /// The request whose transfer this is; its deliveries are dropped once it is gone (its
     /// exchange ended).
-    private let owner: QueueBound<WeakReference<ForwardingAttempt>>?
-    /// Called in the exchange's context when a transfer without an owner ended.
-    private let onComplete: (@Sendable (CurlTransferOutcome) -> Void)?
+    private let owner: QueueBound<WeakReference<ForwardingAttempt>>
     /// The order of this transfer's deliveries and resumes.
     private let producer = OrderedProducer()
 
@@ -39,24 +35,12 @@ final class ExchangeSink: CurlResponseSink {
     init(exchange: QueueBound<HTTPExchange>, owner: QueueBound<WeakReference<ForwardingAttempt>>) {
         self.exchange = exchange
         self.owner = owner
-        self.onComplete = nil
     }
 
-    /// A sink that relays every delivery as it is and reports the transfer's end.
-    init(exchange: QueueBound<HTTPExchange>, onComplete: @escaping @Sendable (CurlTransferOutcome) -> Void) {
-        self.exchange = exchange
-        self.owner = nil
-        self.onComplete = onComplete
-    }
-
-    /// Runs `delivery` in the exchange's context: handed to the owner, or relayed as it is.
+    /// Runs `delivery` in the exchange's context, handed to the owner.
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
         self.run { [self] exchange in
-            guard let owner = self.owner else {
-                self.relayAsItIs(delivery, from: transfer, to: exchange)
-                return
-            }
-            guard let attempt = owner.value.object else {
+            guard let attempt = self.owner.value.object else {
                 // The exchange ended: nothing is relayed, and the transfer is never held up.
                 transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
                 return
@@ -113,25 +97,6 @@ final class ExchangeSink: CurlResponseSink {
     /// Drops what `delivery` carries; the transfer goes on at full speed.
     static func drop(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
         transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
-    }
-
-    private func relayAsItIs(_ delivery: CurlDelivery, from transfer: CurlTransfer, to exchange: HTTPExchange) {
-        let ending: Ending?
-        let outcome: CurlTransferOutcome?
-        switch delivery.end {
-        case .finish?:
-            (ending, outcome) = (.finish, .finished)
-        case .abort?:
-            (ending, outcome) = (.abort, .aborted)
-        case .fail(let error)?, .lostReusedConnection(let error)?:
-            (ending, outcome) = (.answer(error), .failed(error))
-        case nil:
-            (ending, outcome) = (nil, nil)
-        }
-        Self.relay(delivery, ending: ending, from: transfer, to: exchange)
-        if let outcome {
-            self.onComplete?(outcome)
-        }
     }
 
     /// Runs `body` in the exchange's context: in place on the engine's thread when the

@@ -34,6 +34,8 @@ final class ForwardingAttempt {
     /// Weak: the exchange owns the attempt, not the other way round; a client that leaves
     /// while a token is fetched frees both at once.
     private weak var exchange: HTTPExchange?
+    /// Where the outcome so far is left for the access line and the metrics.
+    private let record: ForwardingRecord
     private var machine: ForwardingStateMachine
     /// The token the current attempt was sent with.
     private var token: AccessToken?
@@ -50,6 +52,7 @@ final class ForwardingAttempt {
     /// An attempt for `exchange`, not started until ``begin()``.
     init(
         exchange: HTTPExchange,
+        record: ForwardingRecord,
         match: Router.Match,
         base: UpstreamURL.Base,
         url: String,
@@ -61,6 +64,7 @@ final class ForwardingAttempt {
         logger: Logger
     ) {
         self.exchange = exchange
+        self.record = record
         self.context = exchange.context
         self.match = match
         self.base = base
@@ -84,10 +88,10 @@ final class ForwardingAttempt {
     }
 
     /// Carries out `action` (in the exchange's context). The outcome so far is written to
-    /// the exchange first, so that an action that ends it is logged with it.
+    /// the record first, so that an action that ends it is logged with it.
     func perform(_ action: ForwardingStateMachine.Action) {
         guard let exchange = self.exchange else { return }
-        exchange.forwarding = self.machine.outcome
+        self.record.outcome = self.machine.outcome
         switch action {
         case .none, .keepSignedBody, .relayResponse, .dropResponse:
             break
@@ -240,6 +244,7 @@ extension ForwardingAttempt {
         }
         let sink = ExchangeSink(exchange: QueueBound(exchange, context: self.context), owner: self.handle)
         let transfer = CurlTransfer(
+            engine: self.engine,
             request: request,
             options: options,
             sink: sink,
@@ -344,7 +349,7 @@ extension ForwardingAttempt {
                 ending = nil
             }
         }
-        exchange.forwarding = self.machine.outcome
+        self.record.outcome = self.machine.outcome
         ExchangeSink.relay(delivery, ending: ending, from: transfer, to: exchange)
     }
 

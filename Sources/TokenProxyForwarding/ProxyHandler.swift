@@ -107,7 +107,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
     /// configured): each listener's origin is the proxy's own there (RFC 6454 §4).
     package func listenersBound(proxy: ListenAddress, admin: ListenAddress?) {
         let listeners = Self.listeners(proxy: proxy, admin: admin)
-        self.snapshot.withLock { current in
+        self.snapshot.withLockedValue { current in
             current = Self.makeSnapshot(
                 current.configuration,
                 startedAt: self.startedAt,
@@ -163,7 +163,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
     /// Replaces the configuration for exchanges that start from now on.
     package func reload(_ configuration: ProxyConfiguration) {
         // Listeners are fixed at start: the current ones are kept.
-        self.snapshot.withLock { current in
+        self.snapshot.withLockedValue { current in
             current = Self.makeSnapshot(
                 configuration,
                 startedAt: self.startedAt,
@@ -178,7 +178,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
 
     /// Serves one exchange on the proxy listener.
     package func handle(_ exchange: HTTPExchange) {
-        let snapshot = self.snapshot.withLock { $0 }
+        let snapshot = self.snapshot.withLockedValue { $0 }
         let head = exchange.head
         if let error = snapshot.policy.checkRequest(head) {
             self.reject(exchange, error)
@@ -219,13 +219,13 @@ package final class ProxyHandler: HTTPExchangeHandler {
                 return
             }
         }
-        self.logAccess(exchange, route: route.name)
-        self.forwarder.forward(exchange, along: match, logger: logger)
+        let record = self.logAccess(exchange, route: route.name)
+        self.forwarder.forward(exchange, along: match, record: record, logger: logger)
     }
 
     /// Serves one exchange on a separate admin listener, where endpoints sit at the root.
     func handleAdmin(_ exchange: HTTPExchange) {
-        let snapshot = self.snapshot.withLock { $0 }
+        let snapshot = self.snapshot.withLockedValue { $0 }
         if let error = snapshot.policy.checkRequest(exchange.head) {
             self.reject(exchange, error)
             return
@@ -280,13 +280,16 @@ package final class ProxyHandler: HTTPExchangeHandler {
     /// the access-log line when it ends (`docs/reference/log-fields.md`). The query is never
     /// logged: it may carry keys. An answer the proxy made itself brings its `error` code (and
     /// for a 502 or 504 its `reason`) in the exchange's log fields (``HTTPExchange/respond(_:)``);
-    /// how the request went upstream comes from its ``ForwardingOutcome``.
-    private func logAccess(_ exchange: HTTPExchange, route: String, metricsRoute: String? = nil) {
+    /// how the request went upstream comes from the ``ForwardingOutcome`` the forwarder leaves
+    /// in the returned record.
+    @discardableResult
+    private func logAccess(_ exchange: HTTPExchange, route: String, metricsRoute: String? = nil) -> ForwardingRecord {
         let logger = self.logger
         let metrics = self.metrics
         let logs = logger.logLevel <= .info
+        let record = ForwardingRecord()
         exchange.onComplete = { [unowned exchange] finished in
-            ExchangeMetrics.record(exchange, route: metricsRoute ?? route, in: metrics)
+            ExchangeMetrics.record(exchange, outcome: record.outcome, route: metricsRoute ?? route, in: metrics)
             guard logs else { return }
             var metadata: Logger.Metadata = [
                 "method": "\(exchange.head.method)",
@@ -308,9 +311,10 @@ package final class ProxyHandler: HTTPExchangeHandler {
             for (key, value) in exchange.logFields {
                 metadata[key] = .string(value)
             }
-            Self.addOutcome(exchange.forwarding, to: &metadata)
+            Self.addOutcome(record.outcome, to: &metadata)
             logger.info("request", metadata: metadata)
         }
+        return record
     }
 
     /// The access line's fields for how the request went upstream (`docs/reference/log-fields.md`).

@@ -6,8 +6,9 @@ import TokenProxyServer
 /// Sends a routed request to its upstream and streams the answer back: the seam between
 /// routing and the upstream engine (libcurl in production, fakes in tests).
 package protocol RouteForwarder: Sendable {
-    /// Forwards `exchange` along `match`. Called in the exchange's context; must respond or abort.
-    func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger)
+    /// Forwards `exchange` along `match`, leaving how it went upstream in `record`. Called in
+    /// the exchange's context; must respond or abort.
+    func forward(_ exchange: HTTPExchange, along match: Router.Match, record: ForwardingRecord, logger: Logger)
 
     /// Applies a reloaded configuration (providers may have changed).
     func reload(_ configuration: ProxyConfiguration)

@@ -18,6 +18,8 @@ final class TunnelAttempt {
     static let worker = BlockingWorker(name: "tp-tunnel")
 
     private let exchange: HTTPExchange
+    /// Where how the tunnel went upstream is left for the access line and the metrics.
+    private let record: ForwardingRecord
     private let match: Router.Match
     private let base: UpstreamURL.Base
     private let url: String
@@ -37,6 +39,7 @@ final class TunnelAttempt {
 
     init(
         exchange: HTTPExchange,
+        record: ForwardingRecord,
         match: Router.Match,
         base: UpstreamURL.Base,
         url: String,
@@ -47,6 +50,7 @@ final class TunnelAttempt {
         logger: Logger
     ) {
         self.exchange = exchange
+        self.record = record
         self.match = match
         self.base = base
         self.url = url
@@ -88,7 +92,7 @@ final class TunnelAttempt {
         switch header {
         case .success(let header):
             if let obtained = self.token?.obtainedAt, obtained >= self.exchange.startTime {
-                self.exchange.forwarding.tokenRefreshed = true
+                self.record.outcome.tokenRefreshed = true
             }
             self.handshake(credential: header)
         case .failure(var error):
@@ -150,7 +154,7 @@ final class TunnelAttempt {
         let route = self.match.route
         switch result {
         case .failure(let failure):
-            self.exchange.forwarding.upstreamFailure = failure.timedOut ? .timeout : .unreachable
+            self.record.outcome.upstreamFailure = failure.timedOut ? .timeout : .unreachable
             let error = ProxyError(
                 failure.timedOut ? .upstreamTimeout : .upstreamUnreachable,
                 failure.message,
@@ -162,7 +166,7 @@ final class TunnelAttempt {
             // RFC 6750 §3.1: the token was refused (a 401, or a status of `renew_on_status`);
             // a renewed one is tried once.
             self.replayed = true
-            self.exchange.forwarding.replayed = true
+            self.record.outcome.replayed = true
             if let token = self.token {
                 self.entry?.source.invalidate(token)
             }

@@ -1,7 +1,7 @@
 import CoreMetrics
 import Prometheus
 import Synchronization
-import TokenProxyServer
+import TokenProxySupport
 
 /// The proxy's metrics (`docs/reference/metrics.md`), recorded through swift-metrics into a
 /// Prometheus registry of their own and exposed in the Prometheus text format.
@@ -19,7 +19,14 @@ package final class ProxyMetrics: Sendable {
 
     /// Why an upstream exchange failed: the `kind` label of `tokenproxy_upstream_errors_total`
     /// is the raw value.
-    package typealias UpstreamErrorKind = ForwardingOutcome.UpstreamFailure
+    package enum UpstreamErrorKind: String, Sendable, Equatable, CaseIterable {
+        /// No response: connect or TLS failure, reset before the head (502 `upstream_unreachable`).
+        case unreachable
+        /// No response head within the first-byte timeout (504 `upstream_timeout`).
+        case timeout
+        /// The response broke off after its head went out; the client connection was aborted.
+        case aborted
+    }
 
     /// The metric names and their `# HELP` texts.
     static let help: [String: String] = [
@@ -109,7 +116,7 @@ package final class ProxyMetrics: Sendable {
     /// Counts one answered request of `route` and, when known, its duration.
     package func requestFinished(route: String, status: Int?, duration: Duration?) {
         let statusIndex = Self.statusClassIndex(status)
-        let found = self.routeSeries.withLock { series in
+        let found = self.routeSeries.withLockedValue { series in
             (series[route]?.requests[statusIndex], series[route]?.duration)
         }
         // A series seen for the first time is made (or found) by name and labels, then kept
@@ -121,7 +128,7 @@ package final class ProxyMetrics: Sendable {
                     Names.requests,
                     [("route", route), ("status", Self.statusClasses[statusIndex])]
                 )
-                self.routeSeries.withLock { $0[route, default: RouteSeries()].requests[statusIndex] = counter }
+                self.routeSeries.withLockedValue { $0[route, default: RouteSeries()].requests[statusIndex] = counter }
                 return counter
             }()
         counter.increment()
@@ -130,19 +137,19 @@ package final class ProxyMetrics: Sendable {
             found.1
             ?? {
                 let timer = self.timer(route: route)
-                self.routeSeries.withLock { $0[route, default: RouteSeries()].duration = timer }
+                self.routeSeries.withLockedValue { $0[route, default: RouteSeries()].duration = timer }
                 return timer
             }()
         timer.recordNanoseconds(Self.nanoseconds(duration))
     }
 
     /// Counts one failed upstream exchange of `route`.
-    func upstreamFailed(route: String, kind: UpstreamErrorKind) {
+    package func upstreamFailed(route: String, kind: UpstreamErrorKind) {
         self.counter(Names.upstreamErrors, [("route", route), ("kind", kind.rawValue)]).increment()
     }
 
     /// Counts one replay of a request of `route` after a 401.
-    func replayed(route: String) {
+    package func replayed(route: String) {
         self.counter(Names.replays, [("route", route)]).increment()
     }
 
@@ -169,7 +176,7 @@ package final class ProxyMetrics: Sendable {
     /// 401), for `tokenproxy_token_expires_in_seconds`.
     package func tokenObtained(provider: String, expiresAt: ContinuousClock.Instant?) {
         let factory = self.factory
-        self.expiryGauges.withLock { gauges in
+        self.expiryGauges.withLockedValue { gauges in
             if gauges[provider] == nil {
                 let gauge = CoreMetrics.Gauge(
                     label: Names.tokenExpiresIn,
@@ -188,7 +195,7 @@ package final class ProxyMetrics: Sendable {
     package func exposition(openConnections: Int) -> [UInt8] {
         self.openConnections.record(openConnections)
         let now = ContinuousClock.now
-        self.expiryGauges.withLock { gauges in
+        self.expiryGauges.withLockedValue { gauges in
             for expiry in gauges.values {
                 guard let expiresAt = expiry.expiresAt else {
                     // No expiry known: the token is valid until a 401.
@@ -228,7 +235,7 @@ package final class ProxyMetrics: Sendable {
     private func counter(_ name: String, _ labels: [(String, String)]) -> CoreMetrics.Counter {
         let key = SeriesKey(name: name, labels: labels.map(\.1))
         let factory = self.factory
-        return self.counters.withLock { counters in
+        return self.counters.withLockedValue { counters in
             if let existing = counters[key] {
                 return existing
             }
@@ -240,7 +247,7 @@ package final class ProxyMetrics: Sendable {
 
     private func timer(route: String) -> CoreMetrics.Timer {
         let factory = self.factory
-        return self.timers.withLock { timers in
+        return self.timers.withLockedValue { timers in
             if let existing = timers[route] {
                 return existing
             }

@@ -1,4 +1,5 @@
 import Synchronization
+import TokenProxySupport
 
 /// Sums the open connections of the servers registered after construction.
 package final class ConnectionCounter: Sendable {
@@ -9,8 +10,8 @@ package final class ConnectionCounter: Sendable {
 
     /// The servers counted; set once they exist.
     package var servers: [HTTPServer] {
-        get { self.registered.withLock { $0 } }
-        set { self.registered.withLock { $0 = newValue } }
+        get { self.registered.withLockedValue { $0 } }
+        set { self.registered.withLockedValue { $0 = newValue } }
     }
 
     /// Their open connections.

@@ -32,9 +32,6 @@ package final class HTTPExchange {
     /// Fields that handlers add to the exchange's access-log line (the error code and reason
     /// of an answer the proxy made itself).
     package var logFields: [String: String] = [:]
-    /// How the request went upstream (a token fetched for it, a replay after a 401, a resend
-    /// after a lost upstream connection, an upstream failure), for the access line and metrics.
-    package var forwarding = ForwardingOutcome()
 
     private weak var connection: (any HTTPExchangeConnection)?
     /// The handler's body callback; when it is called is the connection's state machine's

@@ -16,10 +16,7 @@ import TokenProxySupport
 ///
 /// Each listener accepts on its own queue; each accepted connection gets a serial queue of
 /// its own targeting a shared concurrent queue, so connections run in parallel while each
-/// stays single-threaded. A server given event loops instead spreads its connections over
-/// them in turn: each connection's socket is then watched in its loop's epoll set
-/// (``LoopTransport``) and its work runs on the loop's queue, beside the loop's other
-/// connections and its upstream engine.
+/// stays single-threaded.
 package final class HTTPServer: Sendable {
     private struct Registry {
         /// Each open connection's drain, run in its context.
@@ -36,19 +33,14 @@ package final class HTTPServer: Sendable {
     private let workQueue = DispatchQueue(label: "tokenproxy.connections", attributes: .concurrent)
     private let registry = Mutex(Registry())
     private let acceptCount = Atomic<Int>(0)
-    /// The event loops connections are spread over; empty for a queue per connection.
-    private let loops: [EventLoop]
 
-    /// Creates a server; ``bind(_:)`` starts listening. With `loops`, each connection runs on
-    /// one of them, taken in turn.
+    /// Creates a server; ``bind(_:)`` starts listening.
     package init(
         settings: ConnectionSettings,
         maxConnections: Int,
         handler: any HTTPExchangeHandler,
-        logger: Logger,
-        loops: [EventLoop] = []
+        logger: Logger
     ) {
-        self.loops = loops
         self.settings = settings
         self.maxConnections = maxConnections
         self.handler = handler
@@ -57,7 +49,7 @@ package final class HTTPServer: Sendable {
 
     /// The number of open client connections.
     package var openConnections: Int {
-        self.registry.withLock { $0.connections.count }
+        self.registry.withLockedValue { $0.connections.count }
     }
 
     /// How many connections were accepted since start, refused ones included.
@@ -87,33 +79,26 @@ package final class HTTPServer: Sendable {
         ) { [self] descriptor, peer in
             self.accepted(descriptor, peer: peer)
         }
-        self.registry.withLock { $0.listeners.append(listener) }
+        self.registry.withLockedValue { $0.listeners.append(listener) }
         listener.start()
         return bound.address
     }
 
     private func accepted(_ descriptor: Int32, peer: String) {
-        let accepted = self.acceptCount.add(1, ordering: .relaxed).newValue
-        let loop = self.loops.isEmpty ? nil : self.loops[accepted % self.loops.count]
-        let context = SerialContext(
-            queue: loop?.queue ?? DispatchQueue(label: "tokenproxy.connection", target: self.workQueue)
-        )
-        let admitted = self.registry.withLock { registry -> Bool in
+        self.acceptCount.add(1, ordering: .relaxed)
+        let context = SerialContext(queue: DispatchQueue(label: "tokenproxy.connection", target: self.workQueue))
+        let admitted = self.registry.withLockedValue { registry -> Bool in
             !registry.draining && registry.connections.count < self.maxConnections
         }
         guard admitted else {
-            Self.refuse(descriptor, draining: self.registry.withLock { $0.draining })
+            Self.refuse(descriptor, draining: self.registry.withLockedValue { $0.draining })
             self.logger.warning(
                 "connection refused",
                 metadata: ["client": "\(peer)", "open": "\(self.openConnections)"]
             )
             return
         }
-        if let loop {
-            self.open(LoopTransport(descriptor: descriptor, loop: loop), peer: peer, context: context)
-        } else {
-            self.open(SocketTransport(descriptor: descriptor, queue: context.queue), peer: peer, context: context)
-        }
+        self.open(SocketTransport(descriptor: descriptor, queue: context.queue), peer: peer, context: context)
     }
 
     /// Registers a connection over `transport` and starts it in `context`.
@@ -128,7 +113,7 @@ package final class HTTPServer: Sendable {
             self.closed(connection)
         }
         let bound = QueueBound(connection, context: context)
-        self.registry.withLock {
+        self.registry.withLockedValue {
             $0.connections[ObjectIdentifier(connection)] = { bound.execute { $0.drain() } }
         }
         bound.execute { $0.start() }
@@ -148,7 +133,7 @@ package final class HTTPServer: Sendable {
     }
 
     private func closed<Transport: ConnectionTransport>(_ connection: HTTPConnection<Transport>) {
-        let completions = self.registry.withLock { registry -> [@Sendable () -> Void] in
+        let completions = self.registry.withLockedValue { registry -> [@Sendable () -> Void] in
             registry.connections[ObjectIdentifier(connection)] = nil
             guard registry.draining, registry.connections.isEmpty else { return [] }
             defer { registry.drainCompletions = [] }
@@ -166,7 +151,7 @@ package final class HTTPServer: Sendable {
         let completion: @Sendable () -> Void = {
             listenersClosed.notify(queue: .global(), execute: completion)
         }
-        let (listeners, connections, done) = self.registry.withLock { registry in
+        let (listeners, connections, done) = self.registry.withLockedValue { registry in
             registry.draining = true
             let listeners = registry.listeners
             registry.listeners = []
@@ -189,7 +174,7 @@ package final class HTTPServer: Sendable {
 
     /// Stops accepting on every listener without touching open connections.
     package func closeListeners() {
-        let listeners = self.registry.withLock { registry in
+        let listeners = self.registry.withLockedValue { registry in
             defer { registry.listeners = [] }
             return registry.listeners
         }

@@ -1,6 +1,5 @@
 import Dispatch
 import Logging
-import Synchronization
 import TokenProxyConfiguration
 import TokenProxySupport
 
@@ -30,6 +29,7 @@ final class Listener: @unchecked Sendable {
     private let source: DispatchSourceRead
     private let descriptor: Int32
     private let queue: DispatchQueue
+    /// Whether accepting is paused (the listener's queue only).
     private var paused = false
     let address: ListenAddress
 

@@ -13,7 +13,7 @@ import TokenProxySupport
 /// The descriptor is closed only after both sources' cancel handlers have run, so that
 /// Dispatch never watches a descriptor number the process has reused; suspended sources are
 /// resumed before they are cancelled, as Dispatch requires.
-struct SocketTransport: SocketDescriptorTransport {
+struct SocketTransport: ConnectionTransport {
     /// The client socket.
     let descriptor: Int32
     private let readSource: DispatchSourceRead
@@ -86,5 +86,30 @@ struct SocketTransport: SocketDescriptorTransport {
         }
         self.readSource.cancel()
         self.writeSource.cancel()
+    }
+
+    /// The monotonic clock Dispatch timers use.
+    var now: DispatchTime { .now() }
+
+    /// Reads once through the thread's read buffer (``Socket/readThroughThreadBuffer(_:_:)``).
+    func read(into input: inout ByteQueue) throws(SystemError) -> Int {
+        try Socket.readThroughThreadBuffer(self.descriptor) { outcome in
+            guard case .processed(let bytes) = outcome else { return -1 }
+            input.append(contentsOf: bytes)
+            return bytes.count
+        }
+    }
+
+    /// One non-blocking `send`; `MSG_NOSIGNAL` turns a gone peer into `EPIPE` rather than a
+    /// signal.
+    func write(_ bytes: UnsafeRawBufferPointer) throws(SystemError) -> IOResult<Int> {
+        try syscall("write") {
+            Glibc.send(self.descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+        }
+    }
+
+    /// `shutdown(SHUT_WR)`.
+    func shutdownOutput() {
+        shutdown(self.descriptor, Int32(SHUT_WR))
     }
 }

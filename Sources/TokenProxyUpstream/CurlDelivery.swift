@@ -1,15 +1,5 @@
-import CCurl
-import CSystemShims
-import Dispatch
-import Synchronization
 import TokenProxyHTTP
 import TokenProxySupport
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 /// What the engine collected for a transfer's sink during one turn: delivered together, so
 /// a client gets one hop and one flush however many callbacks libcurl made.

@@ -15,14 +15,9 @@ import TokenProxySupport
 /// requests; HTTP/2 is negotiated by ALPN and multiplexed. `docs/contributing/architecture.md` explains
 /// why this design was kept over two others that were measured.
 ///
-/// An engine can instead run on an ``EventLoop`` (``init(loop:)``, through a
-/// ``CurlEventLoop``): there it is driven by `curl_multi_socket_action`, and client
-/// connections whose queue is the loop's get their answers without a hand-off.
-/// `docs/performance.md` ("One event loop per processor") gives what that measured.
-///
-/// `@unchecked Sendable`: the multi handle and `transfers` are touched only on the event
-/// thread (or the loop's queue); the inbox is behind its mutex; writing the eventfd is
-/// thread-safe.
+/// `@unchecked Sendable`: each field says what guards it. The `var` fields and the multi
+/// handle are touched only on the event thread; the inbox is behind its mutex; writing the
+/// eventfd is thread-safe.
 package final class CurlEngine: @unchecked Sendable {
     /// What another thread asks of the engine.
     enum Command {
@@ -33,50 +28,38 @@ package final class CurlEngine: @unchecked Sendable {
 
     /// Commands from other threads, and whether the event thread is (about to be) asleep
     /// in `curl_multi_poll` with none of them seen: only then does a command need a wake-up.
-    private struct Inbox {
+    struct Inbox {
         var commands: [Command] = []
         var sleeping = false
     }
 
-    /// The multi handle (engine thread or loop queue only).
+    /// The multi handle (engine thread only).
     let multi: UnsafeMutableRawPointer
     /// The wake-up eventfd `curl_multi_poll` watches besides libcurl's sockets. It replaces
     /// `curl_multi_wakeup`, which in libcurl 7.88 is a socket pair: a `send` that allocates a
     /// socket buffer on the waking thread, and two reads on this one (the byte, then the
     /// `EAGAIN` that shows the pair drained); an eventfd is one write and one read.
     private let wakeup: Int32
-    private let inbox = Mutex(Inbox())
-    /// The event loop the engine runs on, if it runs on one rather than on its thread.
-    private let loop: CurlEventLoop?
-    /// The serial queue of the engine's event loop; nil for an engine on its own thread.
-    package var loopQueue: DispatchQueue? { self.loop?.queue }
-    /// The event loop the engine runs on; nil for an engine on its own thread.
-    package var eventLoop: EventLoop? { self.loop?.loop }
-    /// How many times the event thread went round its loop (tests: an idle engine sleeps).
-    let turns = Atomic<Int>(0)
-    /// Whether the event thread waits (or is about to wait) in `curl_multi_poll` with no
-    /// command pending, so that the next command must wake it (tests wait for this rather
-    /// than for a while).
-    var isAsleep: Bool {
-        self.inbox.withLock { $0.sleeping }
-    }
-    /// How many resumes were asked for (tests of the transfers' flow control).
-    let resumesRequested = Atomic<Int>(0)
+    /// Commands from other threads (guarded by its mutex).
+    let inbox = Mutex(Inbox())
+    /// The running transfers, which the table keeps alive (engine thread only).
     private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
-    /// Transfers with something for their client, delivered at the end of the loop iteration.
-    var outboxes: [CurlTransfer] = []
+    /// Transfers with something for their client, delivered at the end of the loop iteration
+    /// (engine thread only).
+    private var outboxes: [CurlTransfer] = []
+    /// The event thread; written once in `init`, never read.
     private var thread: Thread?
     /// Idle easy handles (engine thread only).
     private var easyPool = CurlEasyPool()
     /// No transfer's deadline (first byte or idle body) is earlier than this (engine thread only). It may
     /// belong to a transfer that has its answer by now; the transfers are only scanned once
     /// it has passed, not on every turn of the loop.
-    var earliestDeadline: ContinuousClock.Instant?
+    private var earliestDeadline: ContinuousClock.Instant?
     /// The size of libcurl's cache of idle upstream connections (engine thread only).
     private var maximumCachedConnections = CurlEngine.minimumCachedConnections
 
     /// The longest the thread sleeps with nothing due; commands and libcurl's own timers
-    /// wake it earlier.
+    /// wake it earlier (immutable).
     private let idleWaitMilliseconds: Int
 
     /// Creates an engine and starts its event thread. `idleWait` only bounds a sleep with
@@ -94,35 +77,19 @@ package final class CurlEngine: @unchecked Sendable {
         }
         self.multi = multi
         self.wakeup = wakeup
-        self.loop = nil
         _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, CurlEngine.minimumCachedConnections)
         self.thread = NamedThread.start(named: name) { [self] in self.run() }
     }
 
-    /// Creates an engine that runs on `loop`, shared with the client connections whose
-    /// context has the loop's queue. Fails when libcurl has no memory for its multi handle.
-    package init(loop eventLoop: EventLoop) throws(SystemError) {
-        self.idleWaitMilliseconds = 1000
-        CurlGlobal.initialize()
-        let loop = CurlEventLoop(loop: eventLoop)
-        guard let multi = curl_multi_init() else {
-            throw SystemError(call: "curl_multi_init", errno: ENOMEM)
-        }
-        self.multi = multi
-        self.wakeup = -1
-        self.loop = loop
-        _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, CurlEngine.minimumCachedConnections)
-        loop.start(engine: self, multi: multi)
-    }
-
-    /// Starts `transfer`. Its callbacks run on the event thread from now on.
+    /// Starts `transfer`, which must have been made for this engine. Its callbacks run on the
+    /// event thread from now on.
     package func add(_ transfer: CurlTransfer) {
+        assert(transfer.engine === self, "a transfer runs on the engine it was made for")
         self.send(.add(transfer))
     }
 
     /// Resumes a transfer one of whose directions was paused for lack of data or room.
     package func resume(_ transfer: CurlTransfer) {
-        self.resumesRequested.add(1, ordering: .relaxed)
         self.send(.resume(transfer))
     }
 
@@ -147,11 +114,7 @@ package final class CurlEngine: @unchecked Sendable {
     }
 
     private func send(_ command: Command) {
-        if let loop = self.loop {
-            loop.send(command, to: self)
-            return
-        }
-        let wake = self.inbox.withLock { inbox -> Bool in
+        let wake = self.inbox.withLockedValue { inbox -> Bool in
             inbox.commands.append(command)
             // One wake-up per sleep: the first command after the thread went to sleep.
             defer { inbox.sleeping = false }
@@ -167,8 +130,7 @@ package final class CurlEngine: @unchecked Sendable {
         var running: Int32 = 0
         var pending: [Command] = []
         while true {
-            self.turns.add(1, ordering: .relaxed)
-            self.inbox.withLock { inbox in
+            self.inbox.withLockedValue { inbox in
                 swap(&pending, &inbox.commands)
                 inbox.sleeping = false
             }
@@ -193,7 +155,7 @@ package final class CurlEngine: @unchecked Sendable {
             self.outboxes.removeAll(keepingCapacity: true)
             // Commands that came in while this turn ran are taken without sleeping; otherwise
             // the next command wakes the thread.
-            let sleep = self.inbox.withLock { inbox -> Bool in
+            let sleep = self.inbox.withLockedValue { inbox -> Bool in
                 inbox.sleeping = inbox.commands.isEmpty
                 return inbox.sleeping
             }
@@ -217,7 +179,7 @@ package final class CurlEngine: @unchecked Sendable {
 
     /// Ends the transfers whose first byte or next body byte is overdue, and finds the next
     /// deadline.
-    func expireDeadlines(now: ContinuousClock.Instant) {
+    private func expireDeadlines(now: ContinuousClock.Instant) {
         var next: ContinuousClock.Instant?
         for transfer in self.transfers.values {
             guard let deadline = transfer.deadline else { continue }
@@ -230,11 +192,11 @@ package final class CurlEngine: @unchecked Sendable {
         self.earliestDeadline = next
     }
 
-    /// Carries out `command` (engine thread or loop queue).
-    func apply(_ command: Command) {
+    /// Carries out `command` (engine thread).
+    private func apply(_ command: Command) {
         switch command {
         case .add(let transfer):
-            guard let easy = transfer.prepare(engine: self) else { return }
+            guard let easy = transfer.prepare() else { return }
             self.transfers[ObjectIdentifier(transfer)] = transfer
             self.fitConnectionCache()
             easy.add(to: self.multi)
@@ -252,7 +214,7 @@ package final class CurlEngine: @unchecked Sendable {
     }
 
     /// Finishes every transfer libcurl reports done, with its result.
-    func collectFinished() {
+    private func collectFinished() {
         CurlEasy.forEachDone(in: self.multi) { userdata, result in
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
             self.finish(transfer, result: result)

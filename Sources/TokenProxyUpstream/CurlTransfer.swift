@@ -1,6 +1,4 @@
 import CCurl
-import CSystemShims
-import Dispatch
 import Synchronization
 import TokenProxySupport
 
@@ -17,8 +15,9 @@ import TokenProxySupport
 /// it is finished or cancelled; libcurl's userdata pointers are unretained references to it,
 /// valid for exactly that span, since the easy handle is removed and cleaned up first.
 ///
-/// Threads: the `engine*` fields are touched only on the engine thread; ``Shared`` is
-/// the state both sides touch, behind its mutex. That makes `@unchecked Sendable` sound.
+/// Threads: the `let` fields are set at init and never change; the `var` fields are touched
+/// only on the engine's thread; ``Shared`` is the state both sides touch, behind its mutex.
+/// That makes `@unchecked Sendable` sound.
 package final class CurlTransfer: @unchecked Sendable {
     /// TLS, protocol and timeout settings taken from the route and the limits.
     package typealias Options = CurlRequestSetup.Options
@@ -41,22 +40,32 @@ package final class CurlTransfer: @unchecked Sendable {
     let route: String?
     let provider: String?
 
+    /// Guarded by its own mutex; read and written on both sides.
     private let shared = Mutex(Shared())
-    private weak var engine: CurlEngine?
+    /// The engine that runs the transfer (``CurlEngine/add(_:)``), given at init: the
+    /// client's side asks it for resumes from the connection's queue while the engine's
+    /// thread prepares the transfer, so it never changes.
+    let engine: CurlEngine
 
-    // Engine thread only.
+    /// The easy handle while the engine runs the transfer (engine thread only).
     private(set) var easy: CurlEasy?
+    /// The request's header list for libcurl (engine thread only).
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// libcurl's error message buffer (engine thread only).
     private var errorBuffer: UnsafeMutablePointer<CChar>?
+    /// The response head being read (engine thread only).
     private var parser = UpstreamResponseParser()
+    /// What was collected for the client since the last delivery (engine thread only).
     private var outbox = CurlDelivery()
     /// Request body bytes handed to libcurl: with a known length, libcurl stops reading once
     /// it has them all, so the last of them, not a read at the end, marks the request sent.
-    private var bodyBytesRead: Int64 = 0
-    /// How far the transfer got, and its deadline.
+    private var bodyBytesRead: Int64 = 0  // engine thread only
+    /// How far the transfer got, and its deadline (engine thread only).
     private var life: TransferStateMachine
 
+    /// A transfer of `request` that `engine` will run once given it (``CurlEngine/add(_:)``).
     package init(
+        engine: CurlEngine,
         request: UpstreamRequest,
         options: Options,
         sink: any CurlResponseSink,
@@ -64,6 +73,7 @@ package final class CurlTransfer: @unchecked Sendable {
         route: String?,
         provider: String?
     ) {
+        self.engine = engine
         self.request = request
         self.options = options
         self.sink = sink
@@ -87,30 +97,29 @@ package final class CurlTransfer: @unchecked Sendable {
     /// Adds request body bytes; returns true when enough is buffered that the producer should
     /// pause until ``CurlResponseSink/resumeRequestBody()``.
     package func appendBody(_ bytes: [UInt8]) -> Bool {
-        let (resume, pauseProducer) = self.shared.withLock { shared -> (Bool, Bool) in
+        let (resume, pauseProducer) = self.shared.withLockedValue { shared -> (Bool, Bool) in
             shared.body.append(contentsOf: bytes)
             return shared.flow.bodyAppended(bytes.count)
         }
         if resume {
-            self.engine?.resume(self)
+            self.engine.resume(self)
         }
         return pauseProducer
     }
 
     /// Marks the request body complete.
     package func endBody() {
-        let resume = self.shared.withLock { $0.flow.bodyEnded() }
+        let resume = self.shared.withLockedValue { $0.flow.bodyEnded() }
         if resume {
-            self.engine?.resume(self)
+            self.engine.resume(self)
         }
     }
 
     // MARK: Engine thread
 
     /// Creates and configures the easy handle; nil (after answering the client) on failure.
-    func prepare(engine: CurlEngine) -> CurlEasy? {
-        self.engine = engine
-        guard let easy = engine.takeEasyHandle() else {
+    func prepare() -> CurlEasy? {
+        guard let easy = self.engine.takeEasyHandle() else {
             self.fail(
                 ProxyError(.upstreamUnreachable, "cannot create a transfer", route: self.route, provider: self.provider)
             )
@@ -160,7 +169,7 @@ package final class CurlTransfer: @unchecked Sendable {
     /// Tells the engine of a deadline just armed.
     private func report(_ deadline: ContinuousClock.Instant?) {
         if let deadline {
-            self.engine?.deadlineSet(deadline)
+            self.engine.deadlineSet(deadline)
         }
     }
 
@@ -171,15 +180,11 @@ package final class CurlTransfer: @unchecked Sendable {
         self.easy?.unpause()
     }
 
-    /// Gives the easy handle back to the engine (or frees it); called after it was removed
-    /// from the multi handle.
+    /// Gives the easy handle back to the engine for the next transfer; called after it was
+    /// removed from the multi handle.
     func release() {
         if let easy = self.easy {
-            if let engine = self.engine {
-                engine.recycle(easy)
-            } else {
-                easy.cleanup()
-            }
+            self.engine.recycle(easy)
             self.easy = nil
         }
         curl_slist_free_all(self.headerList)
@@ -275,7 +280,7 @@ package final class CurlTransfer: @unchecked Sendable {
 
     private func queueOutbox() {
         if self.life.collected() {
-            self.engine?.outboxReady(self)
+            self.engine.outboxReady(self)
         }
     }
 
@@ -293,20 +298,22 @@ package final class CurlTransfer: @unchecked Sendable {
     /// delivery that finds the consumer writable: a block an earlier delivery reported ends
     /// then too, since the consumer may have drained without another writable event.
     package func bodyDelivered(_ bytes: Int, consumerWritable: Bool) {
-        let resume = self.shared.withLock { $0.flow.responseDelivered(bytes, consumerWritable: consumerWritable) }
-        if resume { self.engine?.resume(self) }
+        let resume = self.shared.withLockedValue {
+            $0.flow.responseDelivered(bytes, consumerWritable: consumerWritable)
+        }
+        if resume { self.engine.resume(self) }
     }
 
     /// The sink's consumer drained; a paused transfer continues.
     package func consumerBecameWritable() {
-        let resume = self.shared.withLock { $0.flow.consumerBecameWritable() }
-        if resume { self.engine?.resume(self) }
+        let resume = self.shared.withLockedValue { $0.flow.consumerBecameWritable() }
+        if resume { self.engine.resume(self) }
     }
 
     // MARK: libcurl callbacks (engine thread)
 
     fileprivate func readRequestBody(into target: UnsafeMutableRawBufferPointer) -> Int {
-        let (count, resumeClient, ended) = self.shared.withLock { shared -> (Int, Bool, Bool) in
+        let (count, resumeClient, ended) = self.shared.withLockedValue { shared -> (Int, Bool, Bool) in
             switch shared.flow.readRequested() {
             case .end:
                 return (0, false, true)
@@ -370,7 +377,7 @@ package final class CurlTransfer: @unchecked Sendable {
     /// Takes body bytes from libcurl's write callback: their count, or libcurl's pause value
     /// when the client has too much in flight or cannot take more. Internal for tests.
     func receivedBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        let accepted = self.shared.withLock { $0.flow.responseArrived(bytes.count) }
+        let accepted = self.shared.withLockedValue { $0.flow.responseArrived(bytes.count) }
         guard accepted else {
             self.life.bodyPaused()
             return tp_writefunc_pause()

@@ -21,7 +21,7 @@ import TokenProxySupport
 /// so Dispatch never watches a descriptor number the process has reused.
 ///
 /// `@unchecked Sendable`: it is handed once from the handshake thread to the context, and
-/// used only there afterwards.
+/// used only there afterwards; each mutable field says so.
 package final class CurlTunnel: @unchecked Sendable {
     /// The outcome of one non-blocking send or receive.
     package enum IO: Sendable, Equatable {
@@ -43,13 +43,19 @@ package final class CurlTunnel: @unchecked Sendable {
         case writable
     }
 
+    /// The connect-only handle: used by the handshake thread, then only in the context.
     private let easy: CurlEasy
     /// The connection's socket, owned by libcurl.
     package let socket: Int32
+    /// The socket's read source (the connection's context only).
     private var readSource: DispatchSourceRead?
+    /// The socket's write source (the connection's context only).
     private var writeSource: DispatchSourceWrite?
+    /// Whether the read source is resumed (the connection's context only).
     private var reading = false
+    /// Whether the write source is resumed (the connection's context only).
     private var writing = false
+    /// Whether ``close()`` ran (the connection's context only).
     private var closed = false
 
     init(easy: CurlEasy, socket: Int32) {
@@ -110,7 +116,7 @@ package final class CurlTunnel: @unchecked Sendable {
         let easy = self.easy
         let pending = Mutex(2)
         let cancelled: @Sendable () -> Void = {
-            let last = pending.withLock { count -> Bool in
+            let last = pending.withLockedValue { count -> Bool in
                 count -= 1
                 return count == 0
             }

@@ -105,7 +105,7 @@ package struct UpstreamFetcher: Sendable {
         // (`ended`: the answer came before the registration, which is then removed at once).
         let registration = Mutex<(handle: UInt64?, ended: Bool)>((nil, false))
         let sink = BufferingSink(limit: request.maximumBodyBytes, engine: self.engine) { result in
-            let handle = registration.withLock { state -> UInt64? in
+            let handle = registration.withLockedValue { state -> UInt64? in
                 state.ended = true
                 return state.handle
             }
@@ -113,6 +113,7 @@ package struct UpstreamFetcher: Sendable {
             completion(result)
         }
         let transfer = CurlTransfer(
+            engine: self.engine,
             request: upstreamRequest,
             options: options,
             sink: sink,
@@ -128,7 +129,7 @@ package struct UpstreamFetcher: Sendable {
         // After the add: the engine takes commands in order, so a cancel never overtakes it.
         let engine = self.engine
         let handle = cancellation?.onCancel { engine.cancel(transfer) }
-        let ended = registration.withLock { state -> Bool in
+        let ended = registration.withLockedValue { state -> Bool in
             state.handle = handle
             return state.ended
         }
@@ -162,7 +163,7 @@ private final class BufferingSink: CurlResponseSink, Sendable {
     }
 
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
-        let result = self.state.withLock { state -> Result<UpstreamResponse, ProxyError>? in
+        let result = self.state.withLockedValue { state -> Result<UpstreamResponse, ProxyError>? in
             guard !state.done else { return nil }
             if let head = delivery.head {
                 state.head = head

@@ -1,4 +1,3 @@
-import Synchronization
 import TokenProxyHTTP
 
 /// A complete, small response to one of the proxy's own requests (a token endpoint, a

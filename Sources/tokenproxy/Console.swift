@@ -18,13 +18,13 @@ enum Console {
 
     /// Sends diagnostics through `logger` from now on (`nil`: plain lines).
     static func useLogger(_ logger: Logger?) {
-        self.logger.withLock { $0 = logger }
+        self.logger.withLockedValue { $0 = logger }
     }
 
     /// Writes an error: each of `lines` on a line of its own (as plain lines, an empty one
     /// too; through a logger, each non-empty one as an error).
     static func error(_ lines: String...) {
-        if let logger = self.logger.withLock({ $0 }) {
+        if let logger = self.logger.withLockedValue({ $0 }) {
             for line in lines where !line.isEmpty {
                 logger.error("\(line)")
             }
@@ -37,7 +37,7 @@ enum Console {
 
     /// Writes a warning (`warning: ` in front as a plain line).
     static func warning(_ line: String) {
-        if let logger = self.logger.withLock({ $0 }) {
+        if let logger = self.logger.withLockedValue({ $0 }) {
             logger.warning("\(line)")
         } else {
             self.write("warning: \(line)")
@@ -47,7 +47,7 @@ enum Console {
     /// Writes a note: something worth knowing that is not wrong (`note: ` in front as a plain
     /// line; `notice` through a logger).
     static func note(_ line: String) {
-        if let logger = self.logger.withLock({ $0 }) {
+        if let logger = self.logger.withLockedValue({ $0 }) {
             logger.notice("\(line)")
         } else {
             self.write("note: \(line)")
@@ -58,7 +58,7 @@ enum Console {
     /// the problems indented below the heading; through a logger, one critical line for the
     /// heading and one error line per problem.
     static func problems(_ heading: String, _ problems: [String]) {
-        if let logger = self.logger.withLock({ $0 }) {
+        if let logger = self.logger.withLockedValue({ $0 }) {
             logger.critical("\(heading)")
             for problem in problems {
                 logger.error("\(problem)")

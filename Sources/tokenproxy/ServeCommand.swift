@@ -57,16 +57,12 @@ struct ServeCommand: ParsableCommand {
         // (1 to 64; docs/reference/environment.md).
         let engineCount =
             ProcessEnvironment.variables["TOKENPROXY_CURL_ENGINES"].flatMap { Int($0) } ?? CurlEngine.defaultCount
-        // `TOKENPROXY_EVENT_LOOPS=1` runs the engines on event loops shared with the client
-        // connections instead (an opt-in measured in docs/performance.md).
-        let eventLoops = ProcessEnvironment.variables["TOKENPROXY_EVENT_LOOPS"] == "1"
         let service: ProxyService
         do {
             service = try ProxyService(
                 configuration: configuration,
                 store: store,
                 engineCount: engineCount,
-                eventLoops: eventLoops,
                 metrics: metrics,
                 logger: logger
             )

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import TokenProxySupport
 
 @testable import TokenProxyHTTP
 @testable import TokenProxyServer
@@ -27,7 +28,7 @@ struct AbortedExchangeTests {
 private final class StallThenAbortHandler: HTTPExchangeHandler, Sendable {
     private let done = Mutex(false)
 
-    var aborted: Bool { self.done.withLock { $0 } }
+    var aborted: Bool { self.done.withLockedValue { $0 } }
 
     func handle(_ exchange: HTTPExchange) {
         exchange.sendHead(HTTPResponseHead(status: 200, contentLength: 1 << 40))
@@ -36,6 +37,6 @@ private final class StallThenAbortHandler: HTTPExchangeHandler, Sendable {
             exchange.sendBody(chunk)
         }
         exchange.abort()
-        self.done.withLock { $0 = true }
+        self.done.withLockedValue { $0 = true }
     }
 }

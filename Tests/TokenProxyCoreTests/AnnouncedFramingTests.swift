@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TokenProxySupport
 
 @testable import TokenProxyHTTP
 @testable import TokenProxyServer
@@ -16,7 +17,7 @@ struct AnnouncedFramingTests {
         let response = try client.readResponse()
         #expect(response.bodyText == "hello")
         #expect(try client.isClosedByServer())
-        #expect(eventually { handler.finished.withLock { $0 } == [false] })
+        #expect(eventually { handler.finished.withLockedValue { $0 } == [false] })
     }
 
     @Test func aBodyShortOfTheAnnouncedLengthIsAborted() throws {
@@ -28,7 +29,7 @@ struct AnnouncedFramingTests {
         var received: [UInt8] = []
         #expect(try !client.streamBody(of: head) { received += $0 })
         #expect(received == Array("hello".utf8))
-        #expect(eventually { handler.finished.withLock { $0 } == [false] })
+        #expect(eventually { handler.finished.withLockedValue { $0 } == [false] })
     }
 }
 
@@ -45,7 +46,7 @@ private final class MisframingHandler: HTTPExchangeHandler, Sendable {
     }
 
     func handle(_ exchange: HTTPExchange) {
-        exchange.onComplete = { [self] done in self.finished.withLock { $0.append(done) } }
+        exchange.onComplete = { [self] done in self.finished.withLockedValue { $0.append(done) } }
         exchange.sendHead(HTTPResponseHead(status: 200, contentLength: self.announced))
         exchange.sendBody(Array(self.sent.utf8))
         exchange.finish()

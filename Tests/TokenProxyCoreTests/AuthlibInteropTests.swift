@@ -31,11 +31,11 @@ private func fetchOverLoopback(_ request: UpstreamFetcher.Request) throws -> Ups
     let result = Locked<Result<UpstreamResponse, ProxyError>?>(nil)
     let done = DispatchSemaphore(value: 0)
     UpstreamFetcher(engine: ForwardingFixture.engine).fetch(request) { outcome in
-        result.withLock { $0 = outcome }
+        result.withLockedValue { $0 = outcome }
         done.signal()
     }
     done.wait()
-    guard let outcome = result.withLock({ $0 }) else { throw ProxyError(.upstreamUnreachable, "no answer") }
+    guard let outcome = result.withLockedValue({ $0 }) else { throw ProxyError(.upstreamUnreachable, "no answer") }
     return try outcome.get()
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TokenProxySupport
 
 @testable import TokenProxyCredentials
 @testable import TokenProxyUpstream
@@ -31,7 +32,7 @@ private func onThread(_ body: @escaping @Sendable () -> Void) {
             #expect(prompt.redirectURI.hasPrefix("http://127.0.0.1:"))
             #expect(prompt.redirectURI.hasSuffix("/callback"))
             let url = prompt.url
-            onThread { page.withLock { $0 = try? fixture.browse(url).get() } }
+            onThread { page.withLockedValue { $0 = try? fixture.browse(url).get() } }
         }
         let login = try result.get()
         #expect(login.hasRefreshToken)
@@ -46,7 +47,7 @@ private func onThread(_ body: @escaping @Sendable () -> Void) {
         #expect((query["state"] ?? "").count >= 32)
         #expect(fixture.provider.count("authorization_code") == 1)
 
-        let callback = try #require(eventually { page.withLock { $0 } })
+        let callback = try #require(eventually { page.withLockedValue { $0 } })
         #expect(callback.status == 200)
         #expect(callback.headers.first("Referrer-Policy") == "no-referrer")
         #expect(String(decoding: callback.body, as: UTF8.self).contains("Signed in"))
@@ -79,13 +80,13 @@ private func onThread(_ body: @escaping @Sendable () -> Void) {
                 let location = approval?.headers.first("Location") ?? ""
                 let forgedURL =
                     location.replacingOccurrences(of: #"state=[^&]*"#, with: state, options: .regularExpression)
-                forged.withLock { $0 = try? fixture.get(forgedURL).get() }
+                forged.withLockedValue { $0 = try? fixture.get(forgedURL).get() }
                 #expect(fixture.provider.count("authorization_code") == 0)
                 _ = fixture.get(location)
             }
         }
         #expect(throws: Never.self) { try result.get() }
-        let refused = try #require(forged.withLock { $0 })
+        let refused = try #require(forged.withLockedValue { $0 })
         #expect(refused.status == 400)
         #expect(String(decoding: refused.body, as: UTF8.self).contains("state"))
         // Exactly one exchange: the real callback's.
@@ -116,14 +117,14 @@ private func onThread(_ body: @escaping @Sendable () -> Void) {
                             _ = eventually { fixture.provider.count("authorization_code") >= 1 }
                         }
                         if let page = try? fixture.get(callback).get() {
-                            pages.withLock { $0.append(page) }
+                            pages.withLockedValue { $0.append(page) }
                         }
                     }
                 }
             }
         }
         _ = try result.get()
-        let answered = try #require(eventually { pages.withLock { $0.count == 2 ? $0 : nil } })
+        let answered = try #require(eventually { pages.withLockedValue { $0.count == 2 ? $0 : nil } })
         #expect(answered.map(\.status).sorted() == [200, 400])
         #expect(fixture.provider.count("authorization_code") == 1)
         let code = try #require(fixture.provider.issuedCodes.first)
@@ -192,14 +193,14 @@ private func onThread(_ body: @escaping @Sendable () -> Void) {
         let page = Mutex<UpstreamResponse?>(nil)
         let result = fixture.codeLogin().run(timeout: 30) { prompt in
             let url = prompt.url
-            onThread { page.withLock { $0 = try? fixture.browse(url).get() } }
+            onThread { page.withLockedValue { $0 = try? fixture.browse(url).get() } }
         }
         guard case .failure(let error) = result else {
             Issue.record("the login succeeded")
             return
         }
         #expect(error.message.contains("access_denied"))
-        let callback = try #require(eventually { page.withLock { $0 } })
+        let callback = try #require(eventually { page.withLockedValue { $0 } })
         #expect(callback.status == 400)
         #expect(String(decoding: callback.body, as: UTF8.self).contains("Login failed"))
     }

@@ -7,9 +7,14 @@ import Testing
 /// exchange unwritable and stops its producer; one that reads again resumes it.
 struct BackPressureTests {
     /// Produces `total` bytes in 512-byte parts while the exchange is writable.
+    ///
+    /// `@unchecked Sendable`: its counts are touched only holding the embedded connection's
+    /// context, on the test's thread.
     final class Producer: HTTPExchangeHandler, @unchecked Sendable {
         let total: Int
+        /// Bytes sent so far (the connection's context only).
         private(set) var produced = 0
+        /// `onWritable` calls so far (the connection's context only).
         private(set) var wakeUps = 0
 
         init(total: Int) {

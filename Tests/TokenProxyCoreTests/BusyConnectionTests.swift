@@ -66,12 +66,12 @@ private final class ContextRecordingForwarder: RouteForwarder, @unchecked Sendab
         self.inner = inner
     }
 
-    func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
-        self.inner.forward(exchange, along: match, logger: logger)
-        self.contexts.withLock { $0[exchange.head.path] = exchange.context }
+    func forward(_ exchange: HTTPExchange, along match: Router.Match, record: ForwardingRecord, logger: Logger) {
+        self.inner.forward(exchange, along: match, record: record, logger: logger)
+        self.contexts.withLockedValue { $0[exchange.head.path] = exchange.context }
     }
 
     func context(for path: String) -> SerialContext? {
-        self.contexts.withLock { $0[path] }
+        self.contexts.withLockedValue { $0[path] }
     }
 }

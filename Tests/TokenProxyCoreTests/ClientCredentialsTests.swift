@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import TokenProxySupport
 
 struct ClientCredentialsTests {
     @Test func theTokenIsFetchedSentAndCached() throws {
@@ -80,7 +81,7 @@ struct ClientCredentialsTests {
                 for _ in 0..<12 {
                     let response = try? fixture.get("/api/protected")
                     guard let response, response.status == 200 else {
-                        failures.withLock { $0 += 1 }
+                        failures.withLockedValue { $0 += 1 }
                         return
                     }
                     usleep(100_000)
@@ -88,7 +89,7 @@ struct ClientCredentialsTests {
             }
         }
         group.wait()
-        #expect(failures.withLock { $0 } == 0)
+        #expect(failures.withLockedValue { $0 } == 0)
         #expect(fixture.auth.requests.count >= 2)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TokenProxySupport
 
 @testable import TokenProxyCredentials
 
@@ -50,13 +51,13 @@ import Testing
                     ["token", "app", "--config", config],
                     environment: ["TP_SEED": "seed-1"]
                 ) {
-                    outputs.withLock { $0.append(output) }
+                    outputs.withLockedValue { $0.append(output) }
                 }
                 group.leave()
             }
         }
         group.wait()
-        let results = outputs.withLock { $0 }
+        let results = outputs.withLockedValue { $0 }
         #expect(results.count == 2)
         #expect(results.map(\.status) == [0, 0])
         #expect(results.map(\.stdout) == ["access-1\n", "access-1\n"])

@@ -100,12 +100,12 @@ struct CredentialSourceTests {
         for _ in 0..<20 {
             group.enter()
             source.token { result in
-                if case .success(let token) = result { values.withLock { $0.append(token.value) } }
+                if case .success(let token) = result { values.withLockedValue { $0.append(token.value) } }
                 group.leave()
             }
         }
         group.wait()
-        #expect(values.withLock { $0 } == Array(repeating: "shared-token", count: 20))
+        #expect(values.withLockedValue { $0 } == Array(repeating: "shared-token", count: 20))
         #expect(try fetch(source).get().value == "shared-token")
         let runs = try String(contentsOfFile: counter, encoding: .utf8).split(separator: "\n").count
         #expect(runs == 1)
@@ -169,7 +169,7 @@ struct CredentialSourceTests {
         let outcome = Mutex<Result<AccessToken, ProxyError>?>(nil)
         Thread.detachNewThread {
             let result = fetch(source)
-            outcome.withLock { $0 = result }
+            outcome.withLockedValue { $0 = result }
         }
         defer {
             if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
@@ -180,7 +180,7 @@ struct CredentialSourceTests {
         }
         // The fetch ends (reading stops two seconds after the timeout) instead of waiting
         // for the detached program.
-        let result = try #require(eventually { outcome.withLock { $0 } })
+        let result = try #require(eventually { outcome.withLockedValue { $0 } })
         guard case .failure(let error) = result else {
             Issue.record("a hanging command produced a token")
             return
@@ -244,7 +244,8 @@ struct CredentialSourceTests {
 /// A value behind a lock, for collecting results from completion handlers.
 final class Locked<Value>: @unchecked Sendable {
     private let lock = NSLock()
+    /// The value (guarded by `lock`).
     private var value: Value
     init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) -> T) -> T { self.lock.withLock { body(&self.value) } }
+    func withLockedValue<T>(_ body: (inout Value) -> T) -> T { self.lock.withLock { body(&self.value) } }
 }

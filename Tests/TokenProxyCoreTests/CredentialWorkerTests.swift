@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+import TokenProxySupport
 
 @testable import TokenProxyCredentials
 
@@ -14,23 +15,23 @@ struct CredentialWorkerTests {
         let finished = Mutex<[String]>([])
         worker.run {
             release.wait()
-            finished.withLock { $0.append("blocked") }
+            finished.withLockedValue { $0.append("blocked") }
         }
-        worker.run { finished.withLock { $0.append("next") } }
-        #expect(eventually { finished.withLock { $0 } == ["next"] })
+        worker.run { finished.withLockedValue { $0.append("next") } }
+        #expect(eventually { finished.withLockedValue { $0 } == ["next"] })
         release.signal()
-        #expect(eventually { finished.withLock { $0 } == ["next", "blocked"] })
+        #expect(eventually { finished.withLockedValue { $0 } == ["next", "blocked"] })
     }
 
     @Test func anIdleThreadRunsTheNextJobAndTheThreadIsNamed() {
         let worker = CredentialWorker(name: "tp-test-cred")
         let names = Mutex<[String?]>([])
-        worker.run { names.withLock { $0.append(Thread.current.name) } }
+        worker.run { names.withLockedValue { $0.append(Thread.current.name) } }
         #expect(eventually { worker.threadCount == (alive: 1, idle: 1) })
-        worker.run { names.withLock { $0.append(Thread.current.name) } }
-        #expect(eventually { names.withLock { $0.count } == 2 })
+        worker.run { names.withLockedValue { $0.append(Thread.current.name) } }
+        #expect(eventually { names.withLockedValue { $0.count } == 2 })
         #expect(eventually { worker.threadCount == (alive: 1, idle: 1) })
-        #expect(names.withLock { $0 } == ["tp-test-cred", "tp-test-cred"])
+        #expect(names.withLockedValue { $0 } == ["tp-test-cred", "tp-test-cred"])
     }
 
     @Test func threadsBeyondTheIdleLimitEndWithTheirJobs() {
@@ -39,11 +40,11 @@ struct CredentialWorkerTests {
         let started = Mutex(0)
         for _ in 0..<3 {
             worker.run {
-                started.withLock { $0 += 1 }
+                started.withLockedValue { $0 += 1 }
                 release.wait()
             }
         }
-        #expect(eventually { started.withLock { $0 } == 3 })
+        #expect(eventually { started.withLockedValue { $0 } == 3 })
         #expect(worker.threadCount == (alive: 3, idle: 0))
         for _ in 0..<3 { release.signal() }
         #expect(eventually { worker.threadCount == (alive: 1, idle: 1) })

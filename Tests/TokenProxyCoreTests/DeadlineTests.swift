@@ -15,35 +15,35 @@ struct DeadlineTests {
         // Scheduled latest first, earliest last, and some in between.
         for index in [9, 0, 5, 3, 8, 1, 7, 2, 6, 4] {
             scheduler.schedule(at: start + .milliseconds(Int64(index * 20))) {
-                ran.withLock { $0.append(index) }
+                ran.withLockedValue { $0.append(index) }
             }
         }
-        #expect(eventually { ran.withLock { $0.count } == 10 })
-        #expect(ran.withLock { $0 } == Array(0..<10))
+        #expect(eventually { ran.withLockedValue { $0.count } == 10 })
+        #expect(ran.withLockedValue { $0 } == Array(0..<10))
     }
 
     @Test func aPastDeadlineRunsAtOnceEvenBehindALateOne() {
         let scheduler = DeadlineScheduler(name: "tp-test-deadl")
         let ran = Mutex<[String]>([])
-        scheduler.schedule(at: .now + .seconds(3600)) { ran.withLock { $0.append("late") } }
-        scheduler.schedule(at: .now - .seconds(1)) { ran.withLock { $0.append("past") } }
-        #expect(eventually { ran.withLock { $0 } == ["past"] })
+        scheduler.schedule(at: .now + .seconds(3600)) { ran.withLockedValue { $0.append("late") } }
+        scheduler.schedule(at: .now - .seconds(1)) { ran.withLockedValue { $0.append("past") } }
+        #expect(eventually { ran.withLockedValue { $0 } == ["past"] })
     }
 
     @Test func aProviderKeepsOneRefreshPlanWhateverTheTokensItGets() {
         let scheduler = DeadlineScheduler(name: "tp-test-refresh")
         let ran = Mutex<[String]>([])
-        let timer = RefreshTimer(scheduler: scheduler) { token in ran.withLock { $0.append(token.value) } }
+        let timer = RefreshTimer(scheduler: scheduler) { token in ran.withLockedValue { $0.append(token.value) } }
         let now = ContinuousClock.now
         // A hundred tokens, each planned later than the one before: only the last is renewed.
         for index in 1...100 {
             timer.plan(AccessToken(value: "t\(index)"), at: now + .milliseconds(Int64(100 + index)))
         }
-        #expect(eventually { ran.withLock { $0 } == ["t100"] })
+        #expect(eventually { ran.withLockedValue { $0 } == ["t100"] })
         // A plan earlier than the pending one is kept to as well.
         timer.plan(AccessToken(value: "late"), at: .now + .seconds(3600))
         timer.plan(AccessToken(value: "soon"), at: .now + .milliseconds(50))
-        #expect(eventually { ran.withLock { $0 } == ["t100", "soon"] })
+        #expect(eventually { ran.withLockedValue { $0 } == ["t100", "soon"] })
     }
 
     @Test func aFetchThatNeverEndsIsGivenUpItsWaitersAnsweredAndItsLateResultIgnored() {
@@ -57,15 +57,15 @@ struct DeadlineTests {
         let answers = Mutex<[Result<AccessToken, ProxyError>]>([])
         let started = Mutex<[SharedTokenCache.Fetch]>([])
         for _ in 0..<3 {
-            cache.token(completion: { result in answers.withLock { $0.append(result) } }) { fetch in
+            cache.token(completion: { result in answers.withLockedValue { $0.append(result) } }) { fetch in
                 // A fetch that never reports.
-                started.withLock { $0.append(fetch) }
+                started.withLockedValue { $0.append(fetch) }
             }
         }
-        #expect(started.withLock { $0.count } == 1)
+        #expect(started.withLockedValue { $0.count } == 1)
         // The watchdog answers every waiter long before their own wait ends.
-        #expect(eventually { answers.withLock { $0.count } == 3 })
-        for answer in answers.withLock({ $0 }) {
+        #expect(eventually { answers.withLockedValue { $0.count } == 3 })
+        for answer in answers.withLockedValue({ $0 }) {
             guard case .failure(let error) = answer else {
                 Issue.record("a waiter got a token")
                 continue
@@ -74,7 +74,7 @@ struct DeadlineTests {
             #expect(error.message.contains("token_request_seconds"))
         }
         // The abandoned fetch reports at last: nothing changes.
-        if let abandoned = started.withLock({ $0.first }) {
+        if let abandoned = started.withLockedValue({ $0.first }) {
             cache.complete(abandoned, .success(AccessToken(value: "late")))
         }
         #expect(cache.current == nil)
@@ -82,11 +82,11 @@ struct DeadlineTests {
         let next = Mutex<SharedTokenCache.Fetch?>(nil)
         #expect(
             eventually {
-                cache.token(completion: { _ in }) { fetch in next.withLock { $0 = fetch } }
-                return next.withLock { $0 } != nil
+                cache.token(completion: { _ in }) { fetch in next.withLockedValue { $0 = fetch } }
+                return next.withLockedValue { $0 } != nil
             }
         )
-        if let fetch = next.withLock({ $0 }) {
+        if let fetch = next.withLockedValue({ $0 }) {
             cache.complete(fetch, .success(AccessToken(value: "fresh")))
         }
         #expect(cache.current?.value == "fresh")
@@ -96,17 +96,17 @@ struct DeadlineTests {
         let cache = SharedTokenCache(provider: "svc", refreshSkewSeconds: 0, waitSeconds: 0.2, fetchSeconds: 60)
         let answer = Mutex<Result<AccessToken, ProxyError>?>(nil)
         let running = Mutex<SharedTokenCache.Fetch?>(nil)
-        cache.token(completion: { result in answer.withLock { $0 = result } }) { fetch in
-            running.withLock { $0 = fetch }
+        cache.token(completion: { result in answer.withLockedValue { $0 = result } }) { fetch in
+            running.withLockedValue { $0 = fetch }
         }
-        let result = eventually { answer.withLock { $0 } }
+        let result = eventually { answer.withLockedValue { $0 } }
         guard case .failure(let error)? = result else {
             Issue.record("no timely failure: \(String(describing: result))")
             return
         }
         #expect(error.message.contains("token_wait_seconds"))
         // The fetch still counts: its result serves the next caller at once.
-        if let fetch = running.withLock({ $0 }) {
+        if let fetch = running.withLockedValue({ $0 }) {
             cache.complete(fetch, .success(AccessToken(value: "t")))
         }
         #expect(cache.current?.value == "t")
@@ -119,28 +119,28 @@ struct DeadlineTests {
         let cache = SharedTokenCache(provider: "svc", refreshSkewSeconds: 0, waitSeconds: 30, fetchSeconds: 60)
         let answers = Mutex<[String]>([])
         let record: @Sendable (Result<AccessToken, ProxyError>) -> Void = { result in
-            answers.withLock { $0.append((try? result.get().value) ?? "failure") }
+            answers.withLockedValue { $0.append((try? result.get().value) ?? "failure") }
         }
         let running = Mutex<SharedTokenCache.Fetch?>(nil)
         let until = ContinuousClock.now + .seconds(7)
-        cache.token(completion: record, until: until) { fetch in running.withLock { $0 = fetch } }
+        cache.token(completion: record, until: until) { fetch in running.withLockedValue { $0 = fetch } }
         cache.token(completion: record, until: until + .seconds(1)) { _ in Issue.record("a second fetch") }
 
         let handed = Mutex<[ContinuousClock.Instant]>([])
         cache.retire { completion, deadline in
-            handed.withLock { $0.append(deadline) }
+            handed.withLockedValue { $0.append(deadline) }
             completion(.success(AccessToken(value: "successor")))
         }
-        #expect(handed.withLock { $0 } == [until, until + .seconds(1)])
-        #expect(answers.withLock { $0 } == ["successor", "successor"])
+        #expect(handed.withLockedValue { $0 } == [until, until + .seconds(1)])
+        #expect(answers.withLockedValue { $0 } == ["successor", "successor"])
 
-        if let fetch = running.withLock({ $0 }) {
+        if let fetch = running.withLockedValue({ $0 }) {
             cache.complete(fetch, .success(AccessToken(value: "late")))
         }
-        #expect(answers.withLock { $0 } == ["successor", "successor"])
+        #expect(answers.withLockedValue { $0 } == ["successor", "successor"])
         #expect(cache.current == nil)
         cache.token(completion: record) { _ in Issue.record("a fetch after retirement") }
-        #expect(answers.withLock { $0 } == ["successor", "successor", "successor"])
-        #expect(handed.withLock { $0.count } == 3)
+        #expect(answers.withLockedValue { $0 } == ["successor", "successor", "successor"])
+        #expect(handed.withLockedValue { $0.count } == 3)
     }
 }

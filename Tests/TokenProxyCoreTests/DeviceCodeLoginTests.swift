@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TokenProxySupport
 
 @testable import TokenProxyCredentials
 
@@ -15,10 +16,10 @@ import Testing
             fetcher: fixture.fetcher,
             store: fixture.store,
             limits: fixture.limits,
-            sleep: { seconds in waits.withLock { $0.append(seconds) } }
+            sleep: { seconds in waits.withLockedValue { $0.append(seconds) } }
         )
-        let result = login.run(timeout: 300) { prompt in prompts.withLock { $0.append(prompt) } }
-        return (result, waits.withLock { $0 }, prompts.withLock { $0 })
+        let result = login.run(timeout: 300) { prompt in prompts.withLockedValue { $0.append(prompt) } }
+        return (result, waits.withLockedValue { $0 }, prompts.withLockedValue { $0 })
     }
 
     @Test func pendingAndSlowDownThenApproval() throws {

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import TokenProxySupport
 
 struct EngineWakeUpTests {
     /// The event thread wakes only for the first command after it went to sleep. A command that
@@ -31,20 +32,20 @@ struct EngineWakeUpTests {
                         guard response.status == 200,
                             response.header("X-Seen-Target") == "/base/c\(connection)/r\(request)"
                         else {
-                            failures.withLock { $0.append("c\(connection) r\(request): \(response.status)") }
+                            failures.withLockedValue { $0.append("c\(connection) r\(request): \(response.status)") }
                             return
                         }
-                        answered.withLock { $0 += 1 }
+                        answered.withLockedValue { $0 += 1 }
                     }
                 } catch {
-                    failures.withLock { $0.append("c\(connection): \(error)") }
+                    failures.withLockedValue { $0.append("c\(connection): \(error)") }
                 }
             }
         }
         for _ in 0..<connections {
             done.wait()
         }
-        #expect(failures.withLock { $0 } == [])
-        #expect(answered.withLock { $0 } == connections * perConnection)
+        #expect(failures.withLockedValue { $0 } == [])
+        #expect(answered.withLockedValue { $0 } == connections * perConnection)
     }
 }

@@ -23,7 +23,7 @@ struct InPlaceOrderTests {
         try client.send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
         let bound = try #require(eventually { handler.exchange(0) })
         let context = bound.context
-        let sink = ExchangeSink(exchange: bound) { _ in }
+        let sink = RelayingSink(exchange: bound)
         // The sink is handed the transfer it reports for; this one is never driven.
         let transfer = CurlTransfer.unstarted(method: "POST")
 
@@ -54,27 +54,57 @@ struct InPlaceOrderTests {
     }
 }
 
+/// Relays every delivery as it is, in the order ``ExchangeSink`` keeps: its deliveries and
+/// body resumes go through the one ``QueueBound/executeHereIfIdle(for:_:)`` of a producer
+/// of their own, as the sink's do.
+private final class RelayingSink: CurlResponseSink {
+    let exchange: QueueBound<HTTPExchange>
+    private let producer = OrderedProducer()
+
+    init(exchange: QueueBound<HTTPExchange>) {
+        self.exchange = exchange
+    }
+
+    func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
+        self.exchange.executeHereIfIdle(for: self.producer) { exchange in
+            let ending: ExchangeSink.Ending?
+            switch delivery.end {
+            case .finish?: ending = .finish
+            case .abort?: ending = .abort
+            case .fail(let error)?, .lostReusedConnection(let error)?: ending = .answer(error)
+            case nil: ending = nil
+            }
+            ExchangeSink.relay(delivery, ending: ending, from: transfer, to: exchange)
+        }
+    }
+
+    func resumeRequestBody() {
+        self.exchange.executeHereIfIdle(for: self.producer) { $0.resumeBody() }
+    }
+}
+
 /// Keeps the exchange of each request, its body paused, and what its body handler got.
 private final class PausedBodyHandler: HTTPExchangeHandler, @unchecked Sendable {
     private let exchanges = Mutex<[QueueBound<HTTPExchange>]>([])
     private let events = Mutex<[String]>([])
 
-    var bodyEvents: [String] { self.events.withLock { $0 } }
+    var bodyEvents: [String] { self.events.withLockedValue { $0 } }
 
     func exchange(_ index: Int) -> QueueBound<HTTPExchange>? {
-        self.exchanges.withLock { $0.count > index ? $0[index] : nil }
+        self.exchanges.withLockedValue { $0.count > index ? $0[index] : nil }
     }
 
     func handle(_ exchange: HTTPExchange) {
         if exchange.head.method == "POST" {
             exchange.readBody { [self] event in
                 switch event {
-                case .bytes(let bytes): self.events.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
-                case .end: self.events.withLock { $0.append("end") }
+                case .bytes(let bytes):
+                    self.events.withLockedValue { $0.append(String(decoding: bytes, as: UTF8.self)) }
+                case .end: self.events.withLockedValue { $0.append("end") }
                 }
             }
             exchange.pauseBody()
-            self.exchanges.withLock { $0.append(QueueBound(exchange, context: exchange.context)) }
+            self.exchanges.withLockedValue { $0.append(QueueBound(exchange, context: exchange.context)) }
         } else {
             exchange.respond(HTTPResponse(status: 204, body: []))
         }

@@ -10,11 +10,11 @@ private final class DropCounter: Sendable {
     private let reports = Mutex<[Int]>([])
 
     func add(_ count: Int) {
-        self.reports.withLock { $0.append(count) }
+        self.reports.withLockedValue { $0.append(count) }
     }
 
     var total: Int {
-        self.reports.withLock { $0.reduce(0, +) }
+        self.reports.withLockedValue { $0.reduce(0, +) }
     }
 }
 
@@ -45,7 +45,7 @@ private func appendOnAThread(_ writer: LogWriter, count: Int, width: Int) -> Boo
         // Read while the lines are written: 4,000 lines are more than a pipe holds.
         Thread {
             let text = pipe.read { $0.utf8.count(where: { $0 == UInt8(ascii: "\n") }) >= expected }
-            reader.withLock { $0 = text }
+            reader.withLockedValue { $0 = text }
             readerDone.signal()
         }.start()
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
@@ -57,7 +57,7 @@ private func appendOnAThread(_ writer: LogWriter, count: Int, width: Int) -> Boo
         #expect(readerDone.wait(timeout: .now() + 30) == .success)
 
         var next = [Int](repeating: 0, count: threads)
-        let lines = reader.withLock { $0 }.split(separator: "\n")
+        let lines = reader.withLockedValue { $0 }.split(separator: "\n")
         #expect(lines.count == expected)
         for line in lines {
             let fields = line.split(separator: " ")
@@ -174,6 +174,8 @@ private func appendOnAThread(_ writer: LogWriter, count: Int, width: Int) -> Boo
         // The same events through swift-log's own StreamLogHandler and through LineLogHandler
         // give the same lines, but for the time, which is checked for its form.
         final class Capture: TextOutputStream, @unchecked Sendable {
+            /// What the handler wrote: only this test's thread logs through it, and reads it
+            /// after logging.
             var text = ""
             func write(_ string: String) { self.text += string }
         }

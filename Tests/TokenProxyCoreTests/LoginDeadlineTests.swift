@@ -23,11 +23,11 @@ import Testing
         let value = Mutex<Value?>(nil)
         Thread.detachNewThread {
             let result = body()
-            value.withLock { $0 = result }
+            value.withLockedValue { $0 = result }
             done.signal()
         }
         guard done.wait(timeout: .now() + 120) == .success else { return nil }
-        return value.withLock { $0 }
+        return value.withLockedValue { $0 }
     }
 
     /// A provider named `app` from the JSON of its settings.
@@ -196,7 +196,7 @@ import Testing
         let result = try #require(
             self.returns {
                 login.run(timeout: 30) { prompt in
-                    idle.withLock { $0 = self.idleConnections(40, to: self.port(of: prompt.callback)) }
+                    idle.withLockedValue { $0 = self.idleConnections(40, to: self.port(of: prompt.callback)) }
                     let callback = prompt.callback + "?oauth_token=t1&oauth_verifier=v1"
                     Thread.detachNewThread {
                         let answer = Blocking.wait { done in
@@ -205,15 +205,15 @@ import Testing
                                 completion: done
                             )
                         }
-                        page.withLock { $0 = answer }
+                        page.withLockedValue { $0 = answer }
                     }
                 }
             }
         )
-        defer { idle.withLock { $0.forEach { close($0) } } }
-        #expect(idle.withLock { $0.count } == 40)
+        defer { idle.withLockedValue { $0.forEach { close($0) } } }
+        #expect(idle.withLockedValue { $0.count } == 40)
         #expect(throws: Never.self) { try result.get() }
-        let callback = try #require(eventually { page.withLock { $0 } })
+        let callback = try #require(eventually { page.withLockedValue { $0 } })
         #expect(try callback.get().status == 200)
         #expect(try store.read().grants["app"]?.accessToken == "a1")
     }
@@ -226,18 +226,18 @@ import Testing
         let result = try #require(
             self.returns {
                 login.run(timeout: 30) { prompt in
-                    idle.withLock { $0 = self.idleConnections(40, to: self.port(of: prompt.redirectURI)) }
+                    idle.withLockedValue { $0 = self.idleConnections(40, to: self.port(of: prompt.redirectURI)) }
                     let url = prompt.url
                     Thread.detachNewThread {
                         let answer = fixture.browse(url)
-                        page.withLock { $0 = answer }
+                        page.withLockedValue { $0 = answer }
                     }
                 }
             }
         )
-        defer { idle.withLock { $0.forEach { close($0) } } }
+        defer { idle.withLockedValue { $0.forEach { close($0) } } }
         #expect(throws: Never.self) { try result.get() }
-        let callback = try #require(eventually { page.withLock { $0 } })
+        let callback = try #require(eventually { page.withLockedValue { $0 } })
         #expect(try callback.get().status == 200)
     }
 

@@ -155,10 +155,10 @@ struct OAuth1LoginTests {
             #expect(prompt.url.hasPrefix(setup.server.origin + "/authorize?oauth_token="))
             let url = prompt.url
             let browser = setup.browser
-            Thread.detachNewThread { page.withLock { $0 = try? browser.browse(url) } }
+            Thread.detachNewThread { page.withLockedValue { $0 = try? browser.browse(url) } }
         }
         #expect(throws: Never.self) { try result.get() }
-        let callback = try #require(eventually { page.withLock { $0 } })
+        let callback = try #require(eventually { page.withLockedValue { $0 } })
         #expect(callback.status == 200)
         #expect(String(decoding: callback.body, as: UTF8.self).contains("Signed in"))
 
@@ -279,12 +279,12 @@ struct OAuth1LoginTests {
             let browser = setup.browser
             Thread.detachNewThread {
                 let status = try? browser.get(callback + "?oauth_token=forged&oauth_verifier=forged").status
-                forged.withLock { $0 = status }
+                forged.withLockedValue { $0 = status }
                 _ = try? browser.browse(url)
             }
         }
         #expect(throws: Never.self) { try result.get() }
-        #expect(forged.withLock { $0 } == 400)
+        #expect(forged.withLockedValue { $0 } == 400)
         #expect(try setup.accessTokensIssued() == 1)
     }
 
@@ -293,14 +293,14 @@ struct OAuth1LoginTests {
     @Test func anUnconfirmedCallbackEndsTheLoginBeforeTheBrowser() throws {
         let setup = try self.setUp(fault: "unconfirmed")
         let presented = Mutex(false)
-        let result = try setup.login().run(timeout: 30) { _ in presented.withLock { $0 = true } }
+        let result = try setup.login().run(timeout: 30) { _ in presented.withLockedValue { $0 = true } }
         guard case .failure(let error) = result else {
             Issue.record("the login succeeded")
             return
         }
         #expect(error.code == .exchangeFailed)
         #expect(error.message.contains("oauth_callback_confirmed"))
-        #expect(!presented.withLock { $0 })
+        #expect(!presented.withLockedValue { $0 })
         #expect(try setup.store.read().grants["legacy"] == nil)
     }
 
@@ -311,7 +311,7 @@ struct OAuth1LoginTests {
         let result = try setup.login().run(timeout: 30) { prompt in
             let url = prompt.url
             let browser = setup.browser
-            Thread.detachNewThread { page.withLock { $0 = try? browser.browse(url) } }
+            Thread.detachNewThread { page.withLockedValue { $0 = try? browser.browse(url) } }
         }
         guard case .failure(let error) = result else {
             Issue.record("the login succeeded")
@@ -320,7 +320,7 @@ struct OAuth1LoginTests {
         #expect(error.code == .exchangeFailed)
         #expect(error.message.contains("oauth_problem=permission_denied"))
         #expect(!error.message.contains("consumer secret"))
-        #expect(try #require(eventually { page.withLock { $0 } }).status == 502)
+        #expect(try #require(eventually { page.withLockedValue { $0 } }).status == 502)
         #expect(try setup.store.read().grants["legacy"] == nil)
     }
 
@@ -331,14 +331,14 @@ struct OAuth1LoginTests {
         let shown = Mutex<String?>(nil)
         let first = try setup.login().runOutOfBand(timeout: 30) { prompt in
             #expect(prompt.callback == "oob")
-            shown.withLock { $0 = prompt.url }
+            shown.withLockedValue { $0 = prompt.url }
         } verifier: {
             nil
         }
         #expect(try first.get() == nil)
         #expect(try setup.store.read().grants["legacy"]?.pendingLogin != nil)
 
-        let page = try setup.browser.get(try #require(shown.withLock { $0 }))
+        let page = try setup.browser.get(try #require(shown.withLockedValue { $0 }))
         #expect(page.status == 200)
         let verifier = try #require(
             FormEncoding.decode(String(decoding: page.body, as: UTF8.self))?.first { $0.0 == "oauth_verifier" }?.1
@@ -376,9 +376,9 @@ struct OAuth1LoginTests {
         let shown = Mutex<String?>(nil)
         let browser = setup.browser
         let result = try setup.login().runOutOfBand(timeout: 30) { prompt in
-            shown.withLock { $0 = prompt.url }
+            shown.withLockedValue { $0 = prompt.url }
         } verifier: {
-            guard let url = shown.withLock({ $0 }), let page = try? browser.get(url) else { return nil }
+            guard let url = shown.withLockedValue({ $0 }), let page = try? browser.get(url) else { return nil }
             let pairs = FormEncoding.decode(String(decoding: page.body, as: UTF8.self))
             return pairs?.first { $0.0 == "oauth_verifier" }?.1
         }

@@ -41,7 +41,7 @@ import Testing
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             let token = old.waitForToken()
-            result.withLock { $0 = token }
+            result.withLockedValue { $0 = token }
             done.signal()
         }
         // The server has spent seed-1 and rotated it; its answer is still on the way.
@@ -49,7 +49,7 @@ import Testing
         registry.reload(self.configuration(provider, fixture, secret: "new-secret"))
 
         #expect(done.wait(timeout: .now() + 20) == .success)
-        #expect((try? result.withLock { $0 }?.get())?.value == "access-1")
+        #expect((try? result.withLockedValue { $0 }?.get())?.value == "access-1")
         #expect(provider.grantTypes == ["refresh_token"])
         // The chain goes on with the rotated token: the next renewal spends refresh-1.
         let current = try #require(registry.entry("app")?.source)
@@ -62,18 +62,18 @@ import Testing
     @Test func theSignalRunsEachHandlerOnce() {
         let signal = CancellationSignal()
         let runs = Mutex<[String]>([])
-        let kept = signal.onCancel { runs.withLock { $0.append("kept") } }
-        let removed = signal.onCancel { runs.withLock { $0.append("removed") } }
+        let kept = signal.onCancel { runs.withLockedValue { $0.append("kept") } }
+        let removed = signal.onCancel { runs.withLockedValue { $0.append("removed") } }
         #expect(kept != nil)
         signal.remove(removed)
         #expect(!signal.isCancelled)
         signal.cancel()
         signal.cancel()
         #expect(signal.isCancelled)
-        #expect(runs.withLock { $0 } == ["kept"])
+        #expect(runs.withLockedValue { $0 } == ["kept"])
         // Registered after the signal fired: runs at once, and there is nothing to remove.
-        let late = signal.onCancel { runs.withLock { $0.append("late") } }
+        let late = signal.onCancel { runs.withLockedValue { $0.append("late") } }
         #expect(late == nil)
-        #expect(runs.withLock { $0 } == ["kept", "late"])
+        #expect(runs.withLockedValue { $0 } == ["kept", "late"])
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TokenProxySupport
 
 /// Several `tokenproxy serve` processes sharing one `redis-server`, as a fleet of sidecars
 /// does (`docs/guide/redis.md`): one token request per provider for the whole fleet, and
@@ -39,9 +40,9 @@ import Testing
         DispatchQueue.concurrentPerform(iterations: count) { index in
             let port = ports[index % ports.count]
             let status = (try? TestClient(port: port, timeout: 30).get("/api/item/\(index)").status) ?? 0
-            statuses.withLock { $0.append(status) }
+            statuses.withLockedValue { $0.append(status) }
         }
-        return statuses.withLock { $0 }
+        return statuses.withLockedValue { $0 }
     }
 
     @Test func hundredsOfColdRequestsOnThreeProxiesMakeOneTokenRequest() throws {

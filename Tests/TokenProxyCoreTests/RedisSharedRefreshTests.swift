@@ -49,11 +49,11 @@ import Testing
             let results = Mutex<[Int: Result<AccessToken, ProxyError>]>([:])
             DispatchQueue.concurrentPerform(iterations: sources.count) { index in
                 let result = sources[index].waitForToken()
-                results.withLock { $0[index] = result }
+                results.withLockedValue { $0[index] = result }
             }
             // In the sources' order: each invalidates the token it holds.
             current = try (0..<sources.count).map { index in
-                try #require(results.withLock { $0[index] }).get()
+                try #require(results.withLockedValue { $0[index] }).get()
             }
             #expect(Set(current.map(\.value)) == ["access-\(round)"])
             #expect(provider.count("refresh_token") == round)

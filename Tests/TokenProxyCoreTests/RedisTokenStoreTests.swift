@@ -128,7 +128,7 @@ import Testing
         let calls = Mutex(0)
         // While `first` is between its read and its write, `second` rotates the refresh token.
         try first.update { contents in
-            let call = calls.withLock { count in
+            let call = calls.withLockedValue { count in
                 count += 1
                 return count
             }
@@ -138,7 +138,7 @@ import Testing
             contents.grants["app"]?.lastError = "noted"
         }
         // The compare-and-set refused the first attempt; the retry saw the rotated token.
-        #expect(calls.withLock { $0 } == 2)
+        #expect(calls.withLockedValue { $0 } == 2)
         let stored = try #require(try second.read().grants["app"])
         #expect(stored.refreshToken == "refresh-2")
         #expect(stored.lastError == "noted")
@@ -229,15 +229,15 @@ import Testing
                 let read = try store.read()
                 let lock = try store.lockProvider("app", deadline: .now + .seconds(30))
                 lock.release()
-                outcome.withLock { $0 = read.grants["app"]?.accessToken }
+                outcome.withLockedValue { $0 = read.grants["app"]?.accessToken }
             } catch {
-                outcome.withLock { $0 = "\(error)" }
+                outcome.withLockedValue { $0 = "\(error)" }
             }
             done.signal()
         }
         // Far longer than the timeouts: the calls end because of them, not because of this.
         #expect(done.wait(timeout: .now() + 60) == .success)
-        #expect(outcome.withLock { $0 } == "access-1")
+        #expect(outcome.withLockedValue { $0 } == "access-1")
         #expect(try self.errors(metrics, kind: "unreachable") >= 1)
     }
 }

@@ -41,11 +41,11 @@ import Testing
         let outcome = Mutex<String?>(nil)
         Thread.detachNewThread {
             let result = body()
-            outcome.withLock { $0 = result }
+            outcome.withLockedValue { $0 = result }
             done.signal()
         }
         guard done.wait(timeout: .now() + 120) == .success else { return nil }
-        return outcome.withLock { $0 }
+        return outcome.withLockedValue { $0 }
     }
 
     /// What one read of `store` came to, on a thread of its own: its grant count or its error.
@@ -117,9 +117,9 @@ import Testing
                 lookUp: stuck
             )
         } catch {
-            refused.withLock { $0 = error }
+            refused.withLockedValue { $0 = error }
         }
-        #expect(refused.withLock { $0 }?.message.contains("still running") == true)
+        #expect(refused.withLockedValue { $0 }?.message.contains("still running") == true)
     }
 
     @Test func aHostNameIsResolvedAndEveryAddressTried() throws {

@@ -64,11 +64,11 @@ import Testing
         #expect(unlink(path) == 0)
         #expect(mkfifo(path, 0o600) == 0)
         let message = Mutex<String?>(nil)
-        let ended = self.endsWithoutHelp({ message.withLock { $0 = self.failure(secret) } }) {
+        let ended = self.endsWithoutHelp({ message.withLockedValue { $0 = self.failure(secret) } }) {
             self.releaseReader(of: path)
         }
         #expect(ended, "the read waited on the FIFO")
-        let text = message.withLock { $0 } ?? ""
+        let text = message.withLockedValue { $0 } ?? ""
         #expect(text.contains(path) && text.contains("it is a FIFO, not a regular file"), "\(text)")
     }
 
@@ -77,11 +77,11 @@ import Testing
         let path = directory.path + "/fifo"
         #expect(mkfifo(path, 0o600) == 0)
         let refused = Mutex<Bool>(false)
-        let ended = self.endsWithoutHelp({ refused.withLock { $0 = Self.isRefusedAsAFIFO(path) } }) {
+        let ended = self.endsWithoutHelp({ refused.withLockedValue { $0 = Self.isRefusedAsAFIFO(path) } }) {
             self.releaseReader(of: path)
         }
         #expect(ended, "open(2) waited for a writer")
-        #expect(refused.withLock { $0 })
+        #expect(refused.withLockedValue { $0 })
     }
 
     /// Whether ``BoundedFileRead`` refuses the file at `path` as a FIFO.

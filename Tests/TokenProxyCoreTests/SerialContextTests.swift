@@ -11,11 +11,11 @@ private final class OrderLog: Sendable {
     private let entries = Mutex<[Int]>([])
 
     func append(_ value: Int) {
-        self.entries.withLock { $0.append(value) }
+        self.entries.withLockedValue { $0.append(value) }
     }
 
     var values: [Int] {
-        self.entries.withLock { $0 }
+        self.entries.withLockedValue { $0 }
     }
 }
 
@@ -82,24 +82,20 @@ struct SerialContextTests {
         #expect(Self.values(bound) == [0, 1, 2, 3, 4])
     }
 
-    /// Work an event loop's engine runs for a connection of the same loop runs on the
-    /// connection's own queue, so it is not "in place"; from another thread, or on a queue
-    /// without a loop's mark, it is.
-    @Test func workOnALoopsOwnQueueIsNotInPlace() {
-        let loop = DispatchQueue(label: "test.context.loop")
-        _ = QueueMark.mark(loop)
-        let context = SerialContext(queue: loop)
+    /// Work taken through ``SerialContext/runIfIdle(_:)`` runs in place, wherever it is
+    /// called from; work run on the queue does not.
+    @Test func onlyWorkTakenWhenIdleRunsInPlace() {
+        let queue = DispatchQueue(label: "test.context.plain")
+        let context = SerialContext(queue: queue)
         let inPlace = Mutex<[Bool]>([])
-        loop.sync {
-            _ = context.runIfIdle { inPlace.withLock { $0.append(context.isHeldInPlace) } }
+        queue.sync {
+            _ = context.runIfIdle { inPlace.withLockedValue { $0.append(context.isHeldInPlace) } }
         }
-        _ = context.runIfIdle { inPlace.withLock { $0.append(context.isHeldInPlace) } }
-        let plain = DispatchQueue(label: "test.context.plain")
-        let unmarked = SerialContext(queue: plain)
-        plain.sync {
-            _ = unmarked.runIfIdle { inPlace.withLock { $0.append(unmarked.isHeldInPlace) } }
+        _ = context.runIfIdle { inPlace.withLockedValue { $0.append(context.isHeldInPlace) } }
+        queue.sync {
+            context.run { inPlace.withLockedValue { $0.append(context.isHeldInPlace) } }
         }
-        #expect(inPlace.withLock { $0 } == [false, true, true])
+        #expect(inPlace.withLockedValue { $0 } == [true, true, false])
     }
 
     /// The log's entries, read holding its context; nil when the context is taken.

@@ -214,6 +214,7 @@ struct ServerSocketTests {
 /// waiting for `onWritable` otherwise: what a well-behaved producer does.
 final class StreamingHandler: HTTPExchangeHandler, @unchecked Sendable {
     private let lock = NSLock()
+    /// The bytes sent so far (guarded by `lock`).
     private var producedBytes = 0
     private let total: Int
 
@@ -265,12 +266,12 @@ final class InPlaceAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
     private let handled = Mutex<[Bool]>([])
     private let inPlace = Mutex(0)
 
-    var handledInPlace: [Bool] { self.handled.withLock { $0 } }
-    var answeredInPlace: Int { self.inPlace.withLock { $0 } }
+    var handledInPlace: [Bool] { self.handled.withLockedValue { $0 } }
+    var answeredInPlace: Int { self.inPlace.withLockedValue { $0 } }
 
     func handle(_ exchange: HTTPExchange) {
         let handledInPlace = exchange.context.isHeldInPlace
-        self.handled.withLock { $0.append(handledInPlace) }
+        self.handled.withLockedValue { $0.append(handledInPlace) }
         let bound = QueueBound(exchange, context: exchange.context)
         Thread { [self] in
             // The gate is free once the handler's caller lets go of it.
@@ -280,7 +281,7 @@ final class InPlaceAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
                 }
             }
             if answered {
-                self.inPlace.withLock { $0 += 1 }
+                self.inPlace.withLockedValue { $0 += 1 }
             }
         }.start()
     }
@@ -291,7 +292,7 @@ final class InPlaceAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
 final class EndlessAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
     private let gone = Mutex(0)
 
-    var clientsGone: Int { self.gone.withLock { $0 } }
+    var clientsGone: Int { self.gone.withLockedValue { $0 } }
 
     /// A client of `server` (over such a handler) that asked for the answer and read its head.
     static func client(of server: TestHTTPServer) throws -> TestClient {
@@ -302,7 +303,7 @@ final class EndlessAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
     }
 
     func handle(_ exchange: HTTPExchange) {
-        exchange.onClose = { [self] in self.gone.withLock { $0 += 1 } }
+        exchange.onClose = { [self] in self.gone.withLockedValue { $0 += 1 } }
         exchange.sendHead(HTTPResponseHead(status: 200))
         let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 65536)
         func pump() {
@@ -318,6 +319,7 @@ final class EndlessAnswerHandler: HTTPExchangeHandler, @unchecked Sendable {
 /// A Bool set from a completion handler and read by the test.
 final class LockedFlag: @unchecked Sendable {
     private let lock = NSLock()
+    /// The flag (guarded by `lock`).
     private var stored = false
     var value: Bool { self.lock.withLock { self.stored } }
     func set(_ value: Bool) { self.lock.withLock { self.stored = value } }
@@ -332,6 +334,7 @@ final class CapturingHandler: HTTPExchangeHandler, @unchecked Sendable {
     }
 
     private let lock = NSLock()
+    /// A weak reference to each exchange handled (guarded by `lock`).
     private var boxes: [WeakBox] = []
 
     var handled: Int { self.lock.withLock { self.boxes.count } }

@@ -54,12 +54,12 @@ import Testing
             group.enter()
             Thread.detachNewThread {
                 let result = self.token(registry)
-                results.withLock { $0.append(result) }
+                results.withLockedValue { $0.append(result) }
                 group.leave()
             }
         }
         group.wait()
-        let tokens = try results.withLock { $0 }.map { try $0.get().value }
+        let tokens = try results.withLockedValue { $0 }.map { try $0.get().value }
         #expect(tokens == Array(repeating: "access-1", count: 4))
         // One refresh: the seed was spent once, and the others re-read the store.
         #expect(provider.count("refresh_token") == 1)
@@ -120,7 +120,7 @@ import Testing
         let fixture = try TokenStoreFixture()
         let failing = Mutex(true)
         let store = fixture.store(faults: { step throws(TokenStoreError) in
-            if step == .rename, failing.withLock({ $0 }) {
+            if step == .rename, failing.withLockedValue({ $0 }) {
                 throw TokenStoreError(.io, "rename: No space left on device")
             }
         })
@@ -141,7 +141,7 @@ import Testing
         #expect(provider.count("refresh_token") == 2)
 
         // Once the disk takes writes again, the newest token reaches the store.
-        failing.withLock { $0 = false }
+        failing.withLockedValue { $0 = false }
         try #require(registry.entry("app")).source.invalidate(second)
         #expect(try self.token(registry).get().value == "access-3")
         #expect(try fixture.store().read().grants["app"]?.refreshToken == "refresh-3")

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TokenProxySupport
 
 @testable import TokenProxyCredentials
 
@@ -16,13 +17,13 @@ private final class FlakyReadStore: TokenStore {
 
     /// Makes the next `count` reads fail.
     func failNextReads(_ count: Int) {
-        self.failures.withLock { $0 = count }
+        self.failures.withLockedValue { $0 = count }
     }
 
     var location: String { self.base.location }
 
     func read() throws(TokenStoreError) -> TokenStoreContents {
-        let fail = self.failures.withLock { failures -> Bool in
+        let fail = self.failures.withLockedValue { failures -> Bool in
             guard failures > 0 else { return false }
             failures -= 1
             return true

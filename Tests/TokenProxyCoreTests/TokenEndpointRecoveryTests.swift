@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TokenProxySupport
 
 /// A token endpoint that goes silent in the middle of an answer costs a bounded time, and
 /// the proxy recovers as soon as it answers again (`docs/reference/security.md`, "Hostile
@@ -97,7 +98,7 @@ import Testing
         let port = proxy.port
         Thread {
             let outcome = try? TestClient.outcome(port: port, target: "/api/echo", timeout: 30)
-            waiting.withLock { $0 = outcome }
+            waiting.withLockedValue { $0 = outcome }
             done.signal()
         }.start()
         #expect(eventually { peers.tokenEndpoint.requests == 1 })
@@ -108,7 +109,7 @@ import Testing
         #expect(try proxy.reload(reloaded))
 
         #expect(done.wait(timeout: .now() + 25) == .success)
-        #expect(waiting.withLock { $0 } == .answered(200), "\(proxy.output.raw.suffix(3000))")
+        #expect(waiting.withLockedValue { $0 } == .answered(200), "\(proxy.output.raw.suffix(3000))")
         #expect(try TestClient.outcome(port: proxy.port, target: "/api/echo") == .answered(200))
         #expect(working.requests == 1)
         #expect(peers.healthy.requests.last?.headers.first("Authorization") == "Bearer reloaded")

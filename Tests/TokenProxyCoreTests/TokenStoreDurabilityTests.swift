@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Synchronization
 import Testing
+import TokenProxySupport
 
 @testable import TokenProxyCredentials
 
@@ -27,7 +28,7 @@ struct TokenStoreDurabilityTests {
         let faulty = fixture.store(key: key) { (current: FileTokenStore.SaveStep) throws(TokenStoreError) in
             let fire =
                 current == step
-                && armed.withLock { armed in
+                && armed.withLockedValue { armed in
                     defer { armed = false }
                     return armed
                 }
@@ -120,10 +121,10 @@ struct TokenStoreDurabilityTests {
     private final class Failures: Sendable {
         private let kept = Mutex<[String]>([])
 
-        var first: [String] { self.kept.withLock { $0 } }
+        var first: [String] { self.kept.withLockedValue { $0 } }
 
         func record(_ failure: String) {
-            self.kept.withLock { if $0.count < 5 { $0.append(failure) } }
+            self.kept.withLockedValue { if $0.count < 5 { $0.append(failure) } }
         }
     }
 
@@ -190,17 +191,17 @@ struct TokenStoreDurabilityTests {
             do {
                 waiting.signal()
                 let lock = try waiter.lockProvider("svc", deadline: .now + .seconds(30))
-                events.withLock { $0.append("acquired") }
+                events.withLockedValue { $0.append("acquired") }
                 lock.release()
             } catch {
-                events.withLock { $0.append("\(error)") }
+                events.withLockedValue { $0.append("\(error)") }
             }
         }
         waiting.wait()
-        events.withLock { $0.append("released") }
+        events.withLockedValue { $0.append("released") }
         held.release()
         group.wait()
-        #expect(events.withLock { $0 } == ["released", "acquired"])
+        #expect(events.withLockedValue { $0 } == ["released", "acquired"])
     }
 
     @Test func droppedProviderLockIsReleased() throws {

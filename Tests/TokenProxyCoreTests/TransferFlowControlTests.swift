@@ -10,10 +10,13 @@ struct TransferFlowControlTests {
     /// the block and resume the paused transfer itself (else it waits for a timer).
     @Test func aWritableDeliveryEndsAnEarlierBlock() throws {
         // An engine of the test's own that is never given the transfer: the transfer is driven
-        // by hand on this thread, and the engine only counts the resumes it is asked for.
-        let engine = try CurlEngine(name: "tokenproxy.test.flow", idleWait: .seconds(3600))
-        let transfer = CurlTransfer.unstarted()
-        _ = try #require(transfer.prepare(engine: engine))
+        // by hand on this thread, and the engine, asleep with nothing to do, shows whether a
+        // resume was asked for: a command marks it awake at once and wakes its thread.
+        let name = "tp-test-flow"
+        let engine = try sleepyEngine(name)
+        #expect(eventually { engine.isAsleep })
+        let transfer = CurlTransfer.unstarted(engine: engine)
+        _ = try #require(transfer.prepare())
         defer { transfer.release() }
         let chunk = [UInt8](repeating: 0, count: 256 * 1024)
         for _ in 0..<2 {
@@ -21,10 +24,11 @@ struct TransferFlowControlTests {
         }
         // 512 KiB in flight: the next bytes pause the transfer.
         #expect(chunk.withUnsafeBytes { transfer.receivedBody($0) } == tp_writefunc_pause())
+        let blocks = try #require(threadBlockCount(named: name))
         transfer.bodyDelivered(chunk.count, consumerWritable: false)
-        #expect(engine.resumesRequested.load(ordering: .relaxed) == 0)
+        #expect(engine.isAsleep, "a resume was asked for while the client could take nothing")
         transfer.bodyDelivered(chunk.count, consumerWritable: true)
-        #expect(engine.resumesRequested.load(ordering: .relaxed) == 1)
+        #expect(eventually { threadBlockCount(named: name).map { $0 > blocks } ?? false })
     }
 
     // MARK: The state machine, event by event

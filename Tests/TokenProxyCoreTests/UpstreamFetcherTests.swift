@@ -10,11 +10,11 @@ private func fetch(_ request: UpstreamFetcher.Request) -> Result<UpstreamRespons
     let result = Locked<Result<UpstreamResponse, ProxyError>?>(nil)
     let done = DispatchSemaphore(value: 0)
     UpstreamFetcher(engine: ForwardingFixture.engine).fetch(request) { outcome in
-        result.withLock { $0 = outcome }
+        result.withLockedValue { $0 = outcome }
         done.signal()
     }
     done.wait()
-    return result.withLock { $0 } ?? .failure(ProxyError(.upstreamUnreachable, "no result"))
+    return result.withLockedValue { $0 } ?? .failure(ProxyError(.upstreamUnreachable, "no result"))
 }
 
 /// The proxy's own requests (token endpoints later) through the same engine.

@@ -27,22 +27,15 @@ int tp_wakeup_eventfd(void);
 /// Names the calling thread for the OS (prctl PR_SET_NAME keeps at most 15 bytes).
 void tp_name_current_thread(const char *name);
 
-/// A close-on-exec epoll(7) set, or -1.
-int tp_epoll_create(void);
+/// Tells the thread sanitizer that the calling thread acquired the lock at `address` (a build
+/// without it does nothing). `Synchronization.Mutex` on Linux hands a contended lock from
+/// thread to thread in the kernel (a priority-inheritance futex) inside the Swift runtime,
+/// which the sanitizer does not see; these two calls give it the order the lock makes.
+void tp_tsan_acquire(void *address);
 
-/// Watches `fd` in the epoll set `ep` for reading when `readable`, writing when `writable`
-/// (level-triggered): changes what it is watched for when `watched` says it is in the set,
-/// adds it otherwise (either falls back to the other when the guess was wrong). 0, or -1
-/// with errno.
-int tp_epoll_watch(int ep, int fd, int readable, int writable, int watched);
-
-/// Stops watching `fd` (a descriptor that is not watched is no failure).
-void tp_epoll_unwatch(int ep, int fd);
-
-/// Takes, without waiting, at most `capacity` ready descriptors from `ep` into `fds`, with
-/// what each is ready for in `flags` (1 readable, 2 writable, 4 error or hang-up; libcurl's
-/// `CURL_CSELECT_*` values); returns how many, or -1 with errno.
-int tp_epoll_ready(int ep, int *fds, int *flags, int capacity);
+/// Tells the thread sanitizer that the calling thread is about to release the lock at
+/// `address` (a build without it does nothing).
+void tp_tsan_release(void *address);
 
 /// The contents of the repository's VERSION file as the build found it (trailing newline
 /// included), NUL-terminated.

@@ -24,11 +24,11 @@ package final class DemoAuthorizationServer: HTTPExchangeHandler, Sendable {
     }
 
     /// How many tokens were issued so far.
-    var tokensIssued: Int { self.count.withLock { $0 } }
+    var tokensIssued: Int { self.count.withLockedValue { $0 } }
 
     /// Whether `token` was issued here and has not expired.
     func isValid(_ token: String) -> Bool {
-        self.issued.withLock { issued in
+        self.issued.withLockedValue { issued in
             guard let expiry = issued[token] else { return false }
             return ContinuousClock.now < expiry
         }
@@ -63,12 +63,12 @@ package final class DemoAuthorizationServer: HTTPExchangeHandler, Sendable {
             return Self.json(401, ["error": "invalid_client", "error_description": "unknown client or wrong secret"])
         }
         let token = SecureRandom.hex(24)
-        self.issued.withLock { issued in
+        self.issued.withLockedValue { issued in
             let now = ContinuousClock.now
             issued = issued.filter { $0.value > now }
             issued[token] = now + .seconds(self.lifetime)
         }
-        self.count.withLock { $0 += 1 }
+        self.count.withLockedValue { $0 += 1 }
         return Self.json(200, ["access_token": token, "token_type": "Bearer", "expires_in": self.lifetime])
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import TokenProxyServer
 
 /// The `tokenproxy demo` upstream: an API that answers only requests bearing a token the demo

@@ -72,7 +72,7 @@ package final class AuthorizationCodeLogin: Sendable {
         )
         let listener: LoopbackCallback
         let opened = LoopbackCallback.open(port: self.provider.redirectPort, logger: self.logger) { path, parameters in
-            machine.withLock { $0.request(path: path, parameters: parameters) }
+            machine.withLockedValue { $0.request(path: path, parameters: parameters) }
         }
         switch opened {
         case .failure(let error): return .failure(error)

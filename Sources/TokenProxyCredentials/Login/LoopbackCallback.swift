@@ -1,6 +1,7 @@
 import Dispatch
 import Logging
 import Synchronization
+import TokenProxySupport
 
 /// A login's wait for the browser to come back (RFC 8252 §7.3): the loopback listener, whose
 /// requests `judge` decides, and the first one it accepts or fails the login on. Requests it
@@ -20,7 +21,7 @@ final class LoopbackCallback: Sendable {
         let outcome = Mutex<Outcome?>(nil)
 
         func end(_ outcome: Outcome) {
-            self.outcome.withLock { $0 = outcome }
+            self.outcome.withLockedValue { $0 = outcome }
             self.semaphore.signal()
         }
     }
@@ -72,7 +73,7 @@ final class LoopbackCallback: Sendable {
     func wait(seconds: Double) -> Outcome? {
         let bounded = seconds.isFinite ? min(max(seconds, 0), Self.longestWait) : 0
         guard self.handoff.semaphore.wait(timeout: .now() + bounded) == .success else { return nil }
-        return self.handoff.outcome.withLock { $0.take() }
+        return self.handoff.outcome.withLockedValue { $0.take() }
     }
 
     /// What a login is doing while it waits for the browser.

@@ -61,7 +61,7 @@ package final class OAuth1Login: Sendable {
         let pending = Mutex<OAuth1CallbackStateMachine?>(nil)
         let listener: LoopbackCallback
         let opened = LoopbackCallback.open(port: self.provider.redirectPort, logger: self.logger) { path, parameters in
-            pending.withLock { machine -> CallbackDecision in
+            pending.withLockedValue { machine -> CallbackDecision in
                 // A request before the temporary credentials exist names no token of this login.
                 guard var current = machine else {
                     return .refuse(status: 400, reason: "This login has not started yet; nothing was done.")
@@ -82,7 +82,7 @@ package final class OAuth1Login: Sendable {
         case .failure(let error): return .failure(error)
         case .success(let obtained): temporary = obtained
         }
-        pending.withLock { $0 = OAuth1CallbackStateMachine(token: temporary.token) }
+        pending.withLockedValue { $0 = OAuth1CallbackStateMachine(token: temporary.token) }
         present(Prompt(url: self.authorizationURL(temporary), callback: listener.callbackURI))
 
         return listener.conclude(

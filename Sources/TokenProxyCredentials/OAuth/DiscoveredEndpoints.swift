@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The endpoints an authorization server publishes about itself.
 struct DiscoveredEndpoints: Sendable, Equatable {

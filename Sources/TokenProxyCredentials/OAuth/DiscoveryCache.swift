@@ -73,7 +73,7 @@ final class DiscoveryCache: Sendable {
         deadline: ContinuousClock.Instant,
         completion: @escaping @Sendable (Result<DiscoveredEndpoints, ProxyError>) -> Void
     ) {
-        if let known = self.cached.withLock({ $0 }) {
+        if let known = self.cached.withLockedValue({ $0 }) {
             completion(.success(known))
             return
         }
@@ -113,7 +113,7 @@ final class DiscoveryCache: Sendable {
         self.fetcher.fetch(request) { [self] result in
             switch result.flatMap({ self.parse($0, url: url) }) {
             case .success(let endpoints):
-                self.cached.withLock { $0 = endpoints }
+                self.cached.withLockedValue { $0 = endpoints }
                 completion(.success(endpoints))
             case .failure(let error):
                 self.fetch(urls.dropFirst(), deadline: deadline, lastError: error, completion: completion)

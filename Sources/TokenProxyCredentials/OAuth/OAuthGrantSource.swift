@@ -96,7 +96,7 @@ final class OAuthGrantSource: CredentialSource {
 
     func retire(handingOverTo successor: (any CredentialSource)?) {
         let name = self.provider.name
-        self.successor.withLock { $0 = successor }
+        self.successor.withLockedValue { $0 = successor }
         // A successor whose tokens are the same (a rotated client secret, another header
         // format) lets the running request end: its answer may carry a rotated refresh token
         // that only it can save. Otherwise the request is abandoned.
@@ -143,7 +143,7 @@ final class OAuthGrantSource: CredentialSource {
         if let stored, stored.configFingerprint != self.provider.tokenFingerprint() {
             return
         }
-        let refused = self.refused.withLock { $0 }
+        let refused = self.refused.withLockedValue { $0 }
         let usable =
             stored.flatMap { $0.needsLogin == true ? nil : $0.freshAccessToken(skew: self.provider.refreshSkewSeconds) }
             .map { $0.value != refused } ?? false
@@ -157,10 +157,10 @@ final class OAuthGrantSource: CredentialSource {
 
     /// Forgets `token` if it is still the cached one; the store's copy is not used again.
     func invalidate(_ token: AccessToken) {
-        self.refused.withLock { $0 = token.value }
+        self.refused.withLockedValue { $0 = token.value }
         self.cache.invalidate(token)
         // A request that began before a reload reports its refused token to the successor.
-        self.successor.withLock { $0 }?.invalidate(token)
+        self.successor.withLockedValue { $0 }?.invalidate(token)
     }
 
     /// Starts the one fetch on a credential thread (``CredentialWorker``): taking the store
@@ -210,17 +210,17 @@ final class OAuthGrantSource: CredentialSource {
             // successor could not be stored would lose the chain, so ask nothing.
             return .failure(self.failure(error.description))
         }
-        if let pending = self.unsaved.withLock({ $0 }), pending.configFingerprint == fingerprint {
+        if let pending = self.unsaved.withLockedValue({ $0 }), pending.configFingerprint == fingerprint {
             record = pending
             if self.save({ $0 = pending }) {
-                self.unsaved.withLock { $0 = nil }
+                self.unsaved.withLockedValue { $0 = nil }
             }
         }
         if let stored = record, stored.configFingerprint != fingerprint {
             record = nil
         }
         // Another process (or `tokenproxy login`) may have stored a token since ours.
-        let refused = self.refused.withLock { $0 }
+        let refused = self.refused.withLockedValue { $0 }
         if let stored = record?.freshAccessToken(skew: self.provider.refreshSkewSeconds),
             stored.value != refused, stored.value != replacing?.value
         {
@@ -319,7 +319,7 @@ final class OAuthGrantSource: CredentialSource {
                 fingerprint: fingerprint
             )
             if !self.save({ $0 = grant }) {
-                self.unsaved.withLock { $0 = grant }
+                self.unsaved.withLockedValue { $0 = grant }
             }
             let lifetime = issued.response.expiresIn ?? self.provider.defaultExpiresIn
             return .success(
@@ -336,7 +336,7 @@ final class OAuthGrantSource: CredentialSource {
             if refused, let refreshToken {
                 // The refresh token is dead: forget it, unless another one replaced it.
                 let password = self.provider.grant == .password
-                self.unsaved.withLock { $0 = nil }
+                self.unsaved.withLockedValue { $0 = nil }
                 self.save { stored in
                     // Unless another process stored a newer token of this configuration meanwhile.
                     guard

@@ -65,7 +65,7 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
             case answer(Result<AccessToken, ProxyError>)
             case wait(read: Bool)
         }
-        let next = self.state.withLock { state -> Next in
+        let next = self.state.withLockedValue { state -> Next in
             switch state.pair {
             case .found(let token, _, let since) where now - since < Self.freshFor:
                 return .answer(.success(AccessToken(value: token)))
@@ -98,7 +98,7 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
             } catch {
                 grant = .failure(ProxyError(.tokenUnavailable, "\(error)", provider: name))
             }
-            let waiting = self.state.withLock { state in
+            let waiting = self.state.withLockedValue { state in
                 let now = ContinuousClock.now
                 switch grant {
                 case .failure(let error):
@@ -118,7 +118,7 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
                 return state.waiting
             }
             let result: Result<AccessToken, ProxyError>
-            switch self.state.withLock({ $0.pair }) {
+            switch self.state.withLockedValue({ $0.pair }) {
             case .found(let token, _, _): result = .success(AccessToken(value: token))
             case .absent(let error, _): result = .failure(error)
             case .unknown: result = .failure(loginRequired)
@@ -168,7 +168,7 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
             return ProxyError(.loginRequired, message + "; configure a new token and token_secret", provider: name)
         }
         let error = ProxyError(.loginRequired, message + "; run `tokenproxy login \(name)` again", provider: name)
-        let refused = self.state.withLock { state -> String? in
+        let refused = self.state.withLockedValue { state -> String? in
             guard case .found(let token, _, _) = state.pair else { return nil }
             state.refused = token
             state.pair = .absent(error, since: .now)
@@ -215,7 +215,7 @@ final class OAuth1CredentialSource: CredentialSource, RequestAuthorizer {
                 return .failure(ProxyError(.tokenUnavailable, "a secret cannot be read: \(error)", provider: name))
             }
         }
-        switch self.state.withLock({ $0.pair }) {
+        switch self.state.withLockedValue({ $0.pair }) {
         case .found(let token, let secret, _):
             return .success((token, secret))
         case .absent(let error, _):

@@ -60,9 +60,9 @@ extension OAuth1Signer.Credentials {
 
     /// The private key in `pem`, parsed once per distinct text.
     private static func rsaKey(pem: String) throws -> _RSA.Signing.PrivateKey {
-        if let known = parsedRSAKeys.withLock({ $0[pem] }) { return known }
+        if let known = parsedRSAKeys.withLockedValue({ $0[pem] }) { return known }
         let key = try _RSA.Signing.PrivateKey(pemRepresentation: pem)
-        parsedRSAKeys.withLock { keys in
+        parsedRSAKeys.withLockedValue { keys in
             if keys.count >= 8 { keys.removeAll() }
             keys[pem] = key
         }

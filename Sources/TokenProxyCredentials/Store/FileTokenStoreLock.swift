@@ -31,7 +31,7 @@ final class FileTokenStoreLock: TokenStoreLock {
 
     /// Closes the descriptor, which releases the lock; later calls do nothing.
     func release() {
-        let descriptor = self.descriptor.withLock { descriptor in
+        let descriptor = self.descriptor.withLockedValue { descriptor in
             defer { descriptor = -1 }
             return descriptor
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenProxySupport
 
 /// A provider lock of a ``MemoryTokenStore``: released once, by ``release()`` or when it
 /// goes away.
@@ -7,11 +8,11 @@ final class MemoryStoreLock: TokenStoreLock {
     private let action = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(release: @escaping @Sendable () -> Void) {
-        self.action.withLock { $0 = release }
+        self.action.withLockedValue { $0 = release }
     }
 
     func release() {
-        self.action.withLock { $0.take() }?()
+        self.action.withLockedValue { $0.take() }?()
     }
 
     deinit {

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenProxySupport
 
 /// A store that lives in this process only (`"token_store": "memory"`): nothing survives a
 /// restart and nothing is shared with other processes. Its provider locks exclude the
@@ -16,12 +17,12 @@ final class MemoryTokenStore: TokenStore {
     var location: String { "memory" }
 
     func read() throws(TokenStoreError) -> TokenStoreContents {
-        self.contents.withLock { $0 }
+        self.contents.withLockedValue { $0 }
     }
 
     func update<Result>(_ body: (inout TokenStoreContents) -> Result) throws(TokenStoreError) -> Result {
         defer { self.changes.add(1, ordering: .relaxed) }
-        return self.contents.withLock { body(&$0) }
+        return self.contents.withLockedValue { body(&$0) }
     }
 
     func revision() -> String? {
@@ -33,13 +34,13 @@ final class MemoryTokenStore: TokenStore {
         deadline: ContinuousClock.Instant
     ) throws(TokenStoreError) -> any TokenStoreLock {
         var pause = 0.005
-        while !self.held.withLock({ $0.insert(name).inserted }) {
+        while !self.held.withLockedValue({ $0.insert(name).inserted }) {
             guard ContinuousClock.now < deadline else {
                 throw TokenStoreError(.lockTimeout, "provider \(name) is being refreshed; gave up waiting")
             }
             Thread.sleep(forTimeInterval: pause)
             pause = min(pause * 2, 0.05)
         }
-        return MemoryStoreLock(release: { [weak self] in _ = self?.held.withLock { $0.remove(name) } })
+        return MemoryStoreLock(release: { [weak self] in _ = self?.held.withLockedValue { $0.remove(name) } })
     }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Synchronization
+import TokenProxySupport
 
 /// AES-256-GCM for the token store file, under a key derived with HKDF-SHA256 (RFC 5869)
 /// from the configured `encryption_key` and a random salt kept in the file.
@@ -91,7 +92,7 @@ final class TokenStoreCipher: Sendable {
     /// reuse its cached key.
     private func writeSalt(secret: String) -> Data {
         let digest = SHA256.hash(data: Data(secret.utf8))
-        return self.cache.withLock { cache in
+        return self.cache.withLockedValue { cache in
             if let salt = cache.writeSalts[digest] { return salt }
             if cache.writeSalts.count >= Self.cacheLimit { cache.writeSalts.removeAll() }
             var generator = SystemRandomNumberGenerator()
@@ -104,14 +105,14 @@ final class TokenStoreCipher: Sendable {
     /// HKDF-SHA256(IKM: the secret's UTF-8 bytes, salt, info: ``context``) → 32 bytes.
     private func key(secret: String, salt: Data) -> SymmetricKey {
         let cacheKey = CacheKey(secret: SHA256.hash(data: Data(secret.utf8)), salt: salt)
-        if let key = self.cache.withLock({ $0.keys[cacheKey] }) { return key }
+        if let key = self.cache.withLockedValue({ $0.keys[cacheKey] }) { return key }
         let key = HKDF<SHA256>.deriveKey(
             inputKeyMaterial: SymmetricKey(data: Data(secret.utf8)),
             salt: salt,
             info: Self.context,
             outputByteCount: 32
         )
-        self.cache.withLock { cache in
+        self.cache.withLockedValue { cache in
             if cache.keys.count >= Self.cacheLimit { cache.keys.removeAll() }
             cache.keys[cacheKey] = key
         }

@@ -1,5 +1,3 @@
-import Crypto
-import CryptoExtras
 import Foundation
 
 /// Base64url without padding (RFC 7515 §2).

@@ -24,7 +24,7 @@ package enum Blocking {
         let semaphore = DispatchSemaphore(value: 0)
         let result = Mutex<Value?>(nil)
         operation { value in
-            result.withLock { $0 = value }
+            result.withLockedValue { $0 = value }
             semaphore.signal()
         }
         if let deadline {
@@ -32,6 +32,6 @@ package enum Blocking {
         } else {
             semaphore.wait()
         }
-        return result.withLock { $0.take() }
+        return result.withLockedValue { $0.take() }
     }
 }

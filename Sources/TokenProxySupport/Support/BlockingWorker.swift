@@ -34,7 +34,7 @@ package final class BlockingWorker: Sendable {
 
     /// Runs `job` on one of the worker's threads, now.
     package func run(_ job: @escaping @Sendable () -> Void) {
-        let start = self.state.withLock { state -> Bool in
+        let start = self.state.withLockedValue { state -> Bool in
             state.jobs.append(job)
             guard state.idle > 0 else {
                 state.threads += 1
@@ -52,7 +52,7 @@ package final class BlockingWorker: Sendable {
 
     /// The number of threads alive, and how many of them wait idle (tests).
     package var threadCount: (alive: Int, idle: Int) {
-        self.state.withLock { ($0.threads, $0.idle) }
+        self.state.withLockedValue { ($0.threads, $0.idle) }
     }
 
     /// A thread's life: the job it was started or woken for, then the next, until it is
@@ -60,11 +60,11 @@ package final class BlockingWorker: Sendable {
     private func serve() {
         while true {
             // Every start and every signal goes with one job appended, so one is there.
-            let job = self.state.withLock { state in
+            let job = self.state.withLockedValue { state in
                 state.jobs.isEmpty ? nil : state.jobs.removeFirst()
             }
             job?()
-            let stay = self.state.withLock { state -> Bool in
+            let stay = self.state.withLockedValue { state -> Bool in
                 guard state.idle < self.idleLimit else {
                     state.threads -= 1
                     return false

@@ -19,13 +19,13 @@ package final class CancellationSignal: Sendable {
     package init() {}
 
     /// Whether ``cancel()`` was called.
-    package var isCancelled: Bool { self.state.withLock { $0.cancelled } }
+    package var isCancelled: Bool { self.state.withLockedValue { $0.cancelled } }
 
     /// Runs `handler` once the signal fires: now when it has, else on the thread that fires
     /// it. Returns the registration to ``remove(_:)`` once the work ended (nil when it ran now).
     @discardableResult
     package func onCancel(_ handler: @escaping @Sendable () -> Void) -> UInt64? {
-        let registration = self.state.withLock { state -> UInt64? in
+        let registration = self.state.withLockedValue { state -> UInt64? in
             guard !state.cancelled else { return nil }
             state.next &+= 1
             state.handlers[state.next] = handler
@@ -40,12 +40,12 @@ package final class CancellationSignal: Sendable {
     /// Forgets a handler whose work ended before the signal fired.
     package func remove(_ registration: UInt64?) {
         guard let registration else { return }
-        _ = self.state.withLock { $0.handlers.removeValue(forKey: registration) }
+        _ = self.state.withLockedValue { $0.handlers.removeValue(forKey: registration) }
     }
 
     /// Fires the signal: every registered handler runs once, here; later calls do nothing.
     package func cancel() {
-        let handlers = self.state.withLock { state -> [@Sendable () -> Void] in
+        let handlers = self.state.withLockedValue { state -> [@Sendable () -> Void] in
             guard !state.cancelled else { return [] }
             state.cancelled = true
             defer { state.handlers = [:] }

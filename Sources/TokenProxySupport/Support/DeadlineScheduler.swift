@@ -6,8 +6,10 @@ import Synchronization
 ///
 /// It needs no descriptor: libdispatch's timers need its event thread's epoll set, which a
 /// process out of descriptors cannot make (libdispatch then stops the process), while a
-/// deadline must hold precisely when resources are short. Actions run one after the other
-/// and must be short and never block: they end a wait and hand the result on.
+/// deadline must hold precisely when resources are short. Actions run one after the other,
+/// in the order of their deadlines, on that thread: they must be short and never block, so
+/// one that ends a wait takes the waiter out and hands its completion (the caller's code)
+/// to a queue rather than calling it here.
 package final class DeadlineScheduler: Sendable {
     /// The scheduler the proxy's deadlines share.
     package static let shared = DeadlineScheduler(name: "tp-deadlines")
@@ -68,7 +70,7 @@ package final class DeadlineScheduler: Sendable {
 
     /// Runs `action` once `deadline` has passed (at once when it has already).
     package func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) {
-        let (start, earliest) = self.state.withLock { state -> (Bool, Bool) in
+        let (start, earliest) = self.state.withLockedValue { state -> (Bool, Bool) in
             state.push(Entry(deadline: deadline, action: action))
             let start = !state.started
             state.started = true
@@ -84,7 +86,7 @@ package final class DeadlineScheduler: Sendable {
     private func run() {
         while true {
             let now = ContinuousClock.now
-            let (due, next) = self.state.withLock { state -> ([Entry], ContinuousClock.Instant?) in
+            let (due, next) = self.state.withLockedValue { state -> ([Entry], ContinuousClock.Instant?) in
                 var due: [Entry] = []
                 while let earliest = state.heap.first, earliest.deadline <= now, let entry = state.popEarliest() {
                     due.append(entry)

@@ -55,13 +55,13 @@ package final class LogWriter: Sendable {
     /// Sets what is told, on the writer's thread, how many lines were dropped since the last
     /// report: a logger through this writer turns it into a line of the log's own format.
     package func reportDrops(_ reporter: @escaping @Sendable (Int) -> Void) {
-        self.state.withLock { $0.dropReporter = reporter }
+        self.state.withLockedValue { $0.dropReporter = reporter }
     }
 
     /// Queues one line (its bytes as given, newline included), or drops it when the buffer
     /// is full. Never waits for the descriptor.
     package func append(_ line: some Collection<UInt8>) {
-        let next = self.state.withLock { state -> AfterAppend in
+        let next = self.state.withLockedValue { state -> AfterAppend in
             guard state.pending.count + line.count <= self.limit else {
                 state.dropped += 1
                 return .nothing
@@ -89,7 +89,7 @@ package final class LogWriter: Sendable {
     package func flush(timeout: Duration) -> Bool {
         let deadline = ContinuousClock.now + timeout
         let done = DispatchSemaphore(value: 0)
-        let written = self.state.withLock { state -> Bool in
+        let written = self.state.withLockedValue { state -> Bool in
             guard state.pending.isEmpty, !state.writing else {
                 state.flushers.append(done)
                 return false
@@ -102,7 +102,7 @@ package final class LogWriter: Sendable {
     private func run() {
         var batch: [UInt8] = []
         while true {
-            let taken = self.state.withLock { state -> (dropped: Int, reporter: (@Sendable (Int) -> Void)?)? in
+            let taken = self.state.withLockedValue { state -> (dropped: Int, reporter: (@Sendable (Int) -> Void)?)? in
                 guard !state.pending.isEmpty || state.dropped > 0 else {
                     state.writerAsleep = true
                     return nil
@@ -125,7 +125,7 @@ package final class LogWriter: Sendable {
                 reporter?(dropped)
             }
 
-            let flushers = self.state.withLock { state -> [DispatchSemaphore] in
+            let flushers = self.state.withLockedValue { state -> [DispatchSemaphore] in
                 state.writing = false
                 guard state.pending.isEmpty else { return [] }
                 defer { state.flushers.removeAll() }

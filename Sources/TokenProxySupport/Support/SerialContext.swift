@@ -25,20 +25,16 @@ package final class SerialContext: @unchecked Sendable {
     /// A plain pthread mutex: its trylock fails in user space, without a system call, which
     /// matters since a busy gate is the engines' everyday case.
     private let gate: UnsafeMutablePointer<pthread_mutex_t>
-    /// The thread holding the gate, or 0.
+    /// The thread holding the gate, or 0: atomic, and written only by the thread that holds
+    /// the gate.
     private let owner = Atomic<UInt>(0)
     /// Whether the holder took the gate through ``runIfIdle(_:)`` (in place, on a thread that
-    /// is not the queue's); only touched by the holder.
+    /// is not the queue's); guarded by `gate`: only the thread holding it reads or writes it.
     private var inPlace = false
-    /// The ``QueueMark`` of the queue when it is an event loop's, shared by the loop's
-    /// connections and its upstream engine: work that engine runs here through
-    /// ``runIfIdle(_:)`` runs on the queue itself, not in place on another thread.
-    private let loopMark: Int?
 
     /// Creates a context over `queue`, which must be serial.
     package init(queue: DispatchQueue) {
         self.queue = queue
-        self.loopMark = QueueMark.mark(of: queue)
         self.gate = .allocate(capacity: 1)
         pthread_mutex_init(self.gate, nil)
     }
@@ -74,7 +70,7 @@ package final class SerialContext: @unchecked Sendable {
     /// another thread (or this one) holds it.
     func runIfIdle(_ body: () -> Void) -> Bool {
         guard pthread_mutex_trylock(self.gate) == 0 else { return false }
-        self.inPlace = self.loopMark == nil || QueueMark.current != self.loopMark
+        self.inPlace = true
         self.hold(UInt(pthread_self())) {
             body()
             self.inPlace = false

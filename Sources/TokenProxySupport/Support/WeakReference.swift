@@ -1,5 +1,4 @@
 import Logging
-import Synchronization
 
 /// A weak reference, for closures that must not keep their target alive.
 package final class WeakReference<Object: AnyObject> {

@@ -1,7 +1,7 @@
 import CSystemShims
 import Foundation
 
-/// Threads of the proxy's own (the upstream engines' event loops, the log writer, the deadline
+/// Threads of the proxy's own (the upstream engines' event threads, the log writer, the deadline
 /// thread, the credential threads): every one is started here, under a name.
 package enum NamedThread {
     /// Starts a thread running `run`, named `name` for the OS too (`top -H`,

@@ -55,7 +55,7 @@ final class FakeForwarder: RouteForwarder, @unchecked Sendable {
         self.answer = answer
     }
 
-    func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
+    func forward(_ exchange: HTTPExchange, along match: Router.Match, record: ForwardingRecord, logger: Logger) {
         self.forwarded.append((match.route.name, exchange.head.target))
         switch self.answer {
         case .routeName:

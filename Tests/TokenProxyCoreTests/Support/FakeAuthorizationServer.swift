@@ -34,19 +34,27 @@ final class FakeAuthorizationServer: HTTPExchangeHandler, @unchecked Sendable {
     }
 
     private let lock = NSLock()
+    /// Scripted answers still to serve (guarded by `lock`).
     private var script: [Answer] = []
+    /// Each token request, in order (guarded by `lock`).
     private var seen: [Seen] = []
+    /// Tokens issued so far (guarded by `lock`).
     private var issued = 0
+    /// The server: written once in `init`, before any request can arrive.
     private var server: TestHTTPServer?
+    /// The bound port: written once in `init`, before any request can arrive.
     private(set) var port: UInt16 = 0
-    /// Lifetime of the default tokens.
+    /// Lifetime of the default tokens (set by the test before the requests that read it).
     var expiresIn = 3600
-    /// Delay of the default answers.
+    /// Delay of the default answers (set by the test before the requests that read it).
     var delay: Double = 0
-    /// The issuer the discovery document claims (defaults to this server's origin).
+    /// The issuer the discovery document claims (defaults to this server's origin; set by the
+    /// test before the requests that read it).
     var claimedIssuer: String?
-    /// A discovery document served in place of the generated one.
+    /// A discovery document served in place of the generated one (set by the test before the
+    /// requests that read it).
     var discoveryDocument: String?
+    /// Discovery fetches so far (guarded by `lock`).
     private var discoveryFetches = 0
 
     /// How many times the discovery document was fetched.

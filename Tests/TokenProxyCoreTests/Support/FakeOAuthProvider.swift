@@ -23,18 +23,29 @@ final class FakeOAuthProvider: HTTPExchangeHandler, @unchecked Sendable {
         var hint: String?
     }
 
+    // The settings below without a lock (`revocationStatuses` to `exchangeDelay`) are set by
+    // the test before the requests that read them.
     private let lock = NSLock()
+    /// The server: written once in `init`, before any request can arrive.
     private var server: TestHTTPServer?
+    /// The bound port: written once in `init`, before any request can arrive.
     private(set) var port: UInt16 = 0
+    /// Codes issued and not yet exchanged (guarded by `lock`).
     private var codes: [String: Code] = [:]
+    /// Refresh tokens still valid (guarded by `lock`).
     private var liveRefreshTokens: Set<String> = []
+    /// Tokens issued so far (guarded by `lock`).
     private var counter = 0
+    /// The grant type of each token request (guarded by `lock`).
     private var grants: [String] = []
+    /// Each authorization request's query (guarded by `lock`).
     private var authorizeQueries: [[String: String]] = []
+    /// Each revocation request (guarded by `lock`).
     private var revocationLog: [Revocation] = []
-    /// Statuses for the next revocation requests (then 200).
+    /// Statuses for the next revocation requests (then 200); taken under `lock`.
     var revocationStatuses: [Int] = []
-    /// Answers (OAuth error codes) for the next device polls; then a token is issued.
+    /// Answers (OAuth error codes) for the next device polls; then a token is issued. Taken
+    /// under `lock`.
     var devicePolls: [String] = []
     /// The `interval` the device endpoint announces, if any.
     var deviceInterval: Int?
@@ -51,6 +62,7 @@ final class FakeOAuthProvider: HTTPExchangeHandler, @unchecked Sendable {
     var exchangeDelay: Double = 0
     /// The codes issued, in order.
     var issuedCodes: [String] { self.lock.withLock { self.codeLog } }
+    /// Each code issued (guarded by `lock`).
     private var codeLog: [String] = []
 
     init() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenProxySupport
 
 #if canImport(Glibc)
     import Glibc
@@ -38,23 +39,23 @@ final class FakeRedisPeer: Sendable {
     }
 
     /// Bytes sent on every connection together.
-    var sent: Int { self.counters.withLock { $0.sent } }
+    var sent: Int { self.counters.withLockedValue { $0.sent } }
     /// Whether some answer was sent to its end.
-    var finished: Bool { self.counters.withLock { $0.finished } }
+    var finished: Bool { self.counters.withLockedValue { $0.finished } }
     /// Connections accepted.
-    var connections: Int { self.counters.withLock { $0.connections } }
+    var connections: Int { self.counters.withLockedValue { $0.connections } }
     /// Connections whose answer ended (sent whole, or the client left).
-    var ended: Int { self.counters.withLock { $0.ended } }
+    var ended: Int { self.counters.withLockedValue { $0.ended } }
 
     private func acceptLoop() {
         while true {
             let connection = accept(self.listener, nil, nil)
             guard connection >= 0 else { return }
-            self.counters.withLock { $0.connections += 1 }
+            self.counters.withLockedValue { $0.connections += 1 }
             Thread.detachNewThread { [self] in
                 defer {
                     close(connection)
-                    self.counters.withLock { $0.ended += 1 }
+                    self.counters.withLockedValue { $0.ended += 1 }
                 }
                 var request = [UInt8](repeating: 0, count: 64 * 1024)
                 guard recv(connection, &request, request.count, 0) > 0 else { return }
@@ -71,7 +72,7 @@ final class FakeRedisPeer: Sendable {
                 if index > 0 { Thread.sleep(forTimeInterval: seconds) }
                 guard self.send([byte], on: connection) else { return }
             }
-            self.counters.withLock { $0.finished = true }
+            self.counters.withLockedValue { $0.finished = true }
         case .huge(let length):
             guard self.send(Array("$\(length)\r\n".utf8), on: connection) else { return }
             let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 64 * 1024)
@@ -80,12 +81,12 @@ final class FakeRedisPeer: Sendable {
                 guard self.send(Array(chunk.prefix(left)), on: connection) else { return }
                 left -= min(left, chunk.count)
             }
-            self.counters.withLock { $0.finished = true }
+            self.counters.withLockedValue { $0.finished = true }
         }
     }
 
     /// Sends all of `bytes`; false once the client is gone.
     private func send(_ bytes: [UInt8], on connection: Int32) -> Bool {
-        LoopbackSocket.sendAll(connection, bytes) { written in self.counters.withLock { $0.sent += written } }
+        LoopbackSocket.sendAll(connection, bytes) { written in self.counters.withLockedValue { $0.sent += written } }
     }
 }

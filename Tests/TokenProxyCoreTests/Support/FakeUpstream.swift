@@ -24,10 +24,15 @@ final class FakeUpstream: HTTPExchangeHandler, @unchecked Sendable {
     }
 
     private let lock = NSLock()
+    /// Each request answered, in order (guarded by `lock`).
     private var recordedRequests: [Recorded] = []
+    /// Exchanges whose client left first (guarded by `lock`).
     private var abortedExchanges = 0
+    /// Exchanges of `/silent`, kept unanswered (guarded by `lock`).
     private var held: [HTTPExchange] = []
+    /// Authorization values answered 401 (guarded by `lock`).
     private var revoked: Set<String> = []
+    /// Whether every token is answered 401 (guarded by `lock`).
     private var refuseEveryToken = false
 
     /// Makes `/protected…` answer 401 to this Authorization value from now on.
@@ -39,7 +44,9 @@ final class FakeUpstream: HTTPExchangeHandler, @unchecked Sendable {
     func refuseAllTokens() {
         self.lock.withLock { self.refuseEveryToken = true }
     }
+    /// The bound port: written once in `init`, before any request can arrive.
     private(set) var port: UInt16 = 0
+    /// The server: written once in `init`, before any request can arrive.
     private var server: TestHTTPServer?
 
     /// `idleTimeout` closes kept-alive connections that carry no request for that long.

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenProxySupport
 
 #if canImport(Glibc)
     import Glibc
@@ -64,18 +65,18 @@ final class FaultServer: Sendable {
 
     /// The fault applied to connections accepted from now on.
     var fault: Fault {
-        get { self.core.state.withLock { $0.fault } }
-        set { self.core.state.withLock { $0.fault = newValue } }
+        get { self.core.state.withLockedValue { $0.fault } }
+        set { self.core.state.withLockedValue { $0.fault = newValue } }
     }
 
     /// The connections accepted so far.
-    var connections: Int { self.core.state.withLock { $0.accepted } }
+    var connections: Int { self.core.state.withLockedValue { $0.accepted } }
 
     /// The requests read whole so far (a refused connection has none).
-    var requests: Int { self.core.state.withLock { $0.requests } }
+    var requests: Int { self.core.state.withLockedValue { $0.requests } }
 
     /// The serving threads still running, the accepting one included until ``stop()``.
-    var threads: Int { self.core.state.withLock { $0.threads } }
+    var threads: Int { self.core.state.withLockedValue { $0.threads } }
 
     /// `http://127.0.0.1:PORT` followed by `path`.
     func url(_ path: String = "/") -> String { "http://127.0.0.1:\(self.port)\(path)" }
@@ -115,7 +116,7 @@ private final class FaultServerCore: Sendable {
 
     /// Marks the server stopped and shuts its sockets down; false when it already was.
     func stop() -> Bool {
-        self.state.withLock { state -> Bool in
+        self.state.withLockedValue { state -> Bool in
             guard !state.stopped else { return false }
             state.stopped = true
             // Shut down, not closed: each thread closes its own socket, so a number is never
@@ -130,11 +131,11 @@ private final class FaultServerCore: Sendable {
     func acceptLoop() {
         defer {
             close(self.listener)
-            self.state.withLock { $0.threads -= 1 }
+            self.state.withLockedValue { $0.threads -= 1 }
         }
         while true {
             let client = accept(self.listener, nil, nil)
-            let (fault, stopped) = self.state.withLock { state -> (FaultServer.Fault?, Bool) in
+            let (fault, stopped) = self.state.withLockedValue { state -> (FaultServer.Fault?, Bool) in
                 guard client >= 0, !state.stopped else { return (nil, state.stopped) }
                 // Registered before its thread starts, so that stop() reaches it either way.
                 state.accepted += 1
@@ -159,7 +160,7 @@ private final class FaultServerCore: Sendable {
 
     private func serve(_ client: Int32, _ fault: FaultServer.Fault) {
         defer {
-            self.state.withLock {
+            self.state.withLockedValue {
                 $0.open.remove(client)
                 $0.threads -= 1
             }
@@ -167,7 +168,7 @@ private final class FaultServerCore: Sendable {
         }
         if case .refuse = fault { return }
         guard Self.readRequest(client) else { return }
-        self.state.withLock { $0.requests += 1 }
+        self.state.withLockedValue { $0.requests += 1 }
         let length = FaultServer.announcedLength
         switch fault {
         case .answer(let status, let headers, let body):

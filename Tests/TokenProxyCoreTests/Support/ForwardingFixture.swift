@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import TokenProxySupport
 
 @testable import TokenProxyCredentials
 @testable import TokenProxyForwarding
@@ -14,8 +15,6 @@ final class ForwardingFixture {
     let upstream: FakeUpstream
     let proxy: TestProxy
 
-    /// `connectionsOnLoops`: with engines on event loops, whether the proxy's connections run
-    /// on the loops' queues (as `serve` runs them) or on queues of their own.
     init(
         provider: String = #"{"grant": "static", "token": "upstream-token-1"}"#,
         route: String = "",
@@ -26,7 +25,6 @@ final class ForwardingFixture {
         logger: Logger = TestLogging.logger,
         upstream: FakeUpstream? = nil,
         metrics: ProxyMetrics = ProxyMetrics(),
-        connectionsOnLoops: Bool = true,
         wrap: (CurlForwarder) -> any RouteForwarder = { $0 }
     ) throws {
         self.upstream = try upstream ?? FakeUpstream()
@@ -52,8 +50,7 @@ final class ForwardingFixture {
                 )
             ),
             logger: logger,
-            metrics: metrics,
-            loops: connectionsOnLoops ? (engines ?? []).compactMap(\.eventLoop) : []
+            metrics: metrics
         )
     }
 
@@ -80,6 +77,32 @@ func sha256Hex(_ digest: SHA256.Digest) -> String {
 /// its thread then shows as a hang, not a delay.
 func sleepyEngine(_ name: String) throws -> CurlEngine {
     try CurlEngine(name: name, idleWait: .seconds(3600))
+}
+
+/// How many times this process's thread called `name` blocked (its voluntary context
+/// switches, from /proc): a thread that sleeps in `poll` and is woken once blocks once more.
+func threadBlockCount(named name: String) -> Int? {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    for task in tasks {
+        let comm = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
+        guard comm.trimmingCharacters(in: .whitespacesAndNewlines) == name,
+            let status = try? String(contentsOfFile: "/proc/self/task/\(task)/status", encoding: .utf8)
+        else { continue }
+        for line in status.split(separator: "\n") where line.hasPrefix("voluntary_ctxt_switches:") {
+            return Int(line.dropFirst("voluntary_ctxt_switches:".count).trimmingCharacters(in: .whitespaces))
+        }
+        return nil
+    }
+    return nil
+}
+
+extension CurlEngine {
+    /// Whether the event thread waits (or is about to wait) in `curl_multi_poll` with no
+    /// command pending, so that the next command must wake it: tests wait for this rather
+    /// than for a while.
+    var isAsleep: Bool {
+        self.inbox.withLockedValue { $0.sleeping }
+    }
 }
 
 /// The user plus system CPU time of this process's thread called `name`, from /proc.

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenProxySupport
 
 #if canImport(Glibc)
     import Glibc
@@ -46,7 +47,7 @@ final class LoginStallingEndpoint: @unchecked Sendable {
     var origin: String { "http://127.0.0.1:\(self.port)" }
 
     /// The paths requested so far, in order.
-    var paths: [String] { self.seen.paths.withLock { $0 } }
+    var paths: [String] { self.seen.paths.withLockedValue { $0 } }
 
     private static func serve(
         _ client: Int32,
@@ -64,7 +65,7 @@ final class LoginStallingEndpoint: @unchecked Sendable {
         let line = String(decoding: request.prefix { $0 != UInt8(ascii: "\r") }, as: UTF8.self)
         let target = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
         let path = String(target.prefix { $0 != "?" })
-        seen.paths.withLock { $0.append(path) }
+        seen.paths.withLockedValue { $0.append(path) }
         switch route(path) {
         case .answer(let status, let contentType, let body):
             let head = "HTTP/1.1 \(status) X\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\n"

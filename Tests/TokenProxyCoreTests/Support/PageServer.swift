@@ -14,8 +14,11 @@ final class PageServer: HTTPExchangeHandler, @unchecked Sendable {
 
     private let pages: [String: String]
     private let lock = NSLock()
+    /// Each request served, in order (guarded by `lock`).
     private var recorded: [Recorded] = []
+    /// The server: written once in `init`, before any request can arrive.
     private var server: TestHTTPServer?
+    /// The bound port: written once in `init`, before any request can arrive.
     private(set) var port: UInt16 = 0
 
     /// Serves `pages` (path → HTML).

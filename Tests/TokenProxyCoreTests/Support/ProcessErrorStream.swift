@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenProxySupport
 
 /// Standard error of a running process, collected on a thread as it arrives, read as JSON
 /// log lines (`serve --log-format json`).
@@ -12,14 +13,14 @@ final class ProcessErrorStream: Sendable {
             while true {
                 let data = handle.availableData
                 guard !data.isEmpty else { return }
-                self.text.withLock { $0 += String(decoding: data, as: UTF8.self) }
+                self.text.withLockedValue { $0 += String(decoding: data, as: UTF8.self) }
             }
         }.start()
     }
 
     /// The JSON log lines so far.
     var lines: [[String: Any]] {
-        self.text.withLock { $0 }.split(separator: "\n").compactMap {
+        self.text.withLockedValue { $0 }.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
     }
@@ -40,7 +41,7 @@ final class ProcessErrorStream: Sendable {
     }
 
     /// Everything received so far.
-    var raw: String { self.text.withLock { $0 } }
+    var raw: String { self.text.withLockedValue { $0 } }
 
     /// The port of the `listening` line's `server.address`, once it was logged.
     var listeningPort: UInt16? {

@@ -17,6 +17,7 @@ final class RedisFixture: @unchecked Sendable {
     /// The `requirepass` password, if any.
     let password: String?
     private let lock = NSLock()
+    /// The running server, if any (guarded by `lock`).
     private var process: Process?
 
     var socketPath: String { self.directory.appendingPathComponent("redis.sock").path }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenProxySupport
 
 #if canImport(Glibc)
     import Glibc
@@ -45,7 +46,7 @@ final class StaleConnectionUpstream: Sendable {
             while true {
                 let client = accept(listener, nil, nil)
                 guard client >= 0 else { return }
-                let number = record.state.withLock { state in
+                let number = record.state.withLockedValue { state in
                     state.accepted += 1
                     return state.accepted
                 }
@@ -55,7 +56,7 @@ final class StaleConnectionUpstream: Sendable {
     }
 
     /// Every request seen so far, in order of arrival.
-    var seen: [Seen] { self.record.state.withLock { $0.seen } }
+    var seen: [Seen] { self.record.state.withLockedValue { $0.seen } }
 
     private static func serve(
         _ client: Int32,
@@ -81,14 +82,14 @@ final class StaleConnectionUpstream: Sendable {
             let length = Self.field("Content-Length", in: head).flatMap { Int($0) } ?? 0
             guard let body = Self.readBody(client, length: length, input: &input) else { break }
             if reset(connection, request) {
-                record.state.withLock { $0.seen.append(seen) }
+                record.state.withLockedValue { $0.seen.append(seen) }
                 var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
                 setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
                 close(client)
                 return
             }
             seen.answered = true
-            record.state.withLock { $0.seen.append(seen) }
+            record.state.withLockedValue { $0.seen.append(seen) }
             let text = "\(method) \(target) on connection \(connection): " + String(decoding: body, as: UTF8.self)
             let answer = Array(
                 "HTTP/1.1 200 OK\r\nContent-Length: \(text.utf8.count)\r\nContent-Type: text/plain\r\n\r\n\(text)".utf8

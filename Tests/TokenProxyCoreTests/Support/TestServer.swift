@@ -19,8 +19,7 @@ final class TestProxy {
         _ configuration: ProxyConfiguration = TestProxy.configuration(),
         forwarder: any RouteForwarder = UnavailableForwarder(),
         logger: Logger = TestLogging.logger,
-        metrics: ProxyMetrics = ProxyMetrics(),
-        loops: [EventLoop] = []
+        metrics: ProxyMetrics = ProxyMetrics()
     ) throws {
         var configuration = configuration
         if case .inet(let host, _) = configuration.listen {
@@ -30,8 +29,7 @@ final class TestProxy {
             configuration: configuration,
             forwarder: forwarder,
             logger: logger,
-            metrics: metrics,
-            loops: loops
+            metrics: metrics
         )
         self.addresses = try self.service.start()
         guard case .inet(_, let port) = self.addresses.proxy else {
@@ -141,7 +139,9 @@ enum TestLogging {
 /// A log handler that keeps every line (message and metadata) for assertions.
 final class CapturedLogs: @unchecked Sendable {
     private let lock = NSLock()
+    /// Each line as text (guarded by `lock`).
     private var lines: [String] = []
+    /// Each line's message and metadata (guarded by `lock`).
     private var records: [(message: String, metadata: [String: String])] = []
 
     var text: String { self.lock.withLock { self.lines.joined(separator: "\n") } }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TokenProxySupport
 
 /// The built `tokenproxy` binary (next to the test bundle; `swift build` makes it before
 /// `swift test`), run as a process: how it ended, an exit status or the signal that stopped
@@ -48,7 +49,7 @@ enum TokenProxyBinary {
         let done = DispatchSemaphore(value: 0)
         Thread {
             let data = stderr.fileHandleForReading.readDataToEndOfFile()
-            errorData.withLock { $0 = data }
+            errorData.withLockedValue { $0 = data }
             done.signal()
         }.start()
         let outputData = stdout.fileHandleForReading.readDataToEndOfFile()
@@ -59,7 +60,7 @@ enum TokenProxyBinary {
             status: signaled ? -1 : process.terminationStatus,
             signal: signaled ? process.terminationStatus : nil,
             stdout: String(decoding: outputData, as: UTF8.self),
-            stderr: String(decoding: errorData.withLock { $0 }, as: UTF8.self)
+            stderr: String(decoding: errorData.withLockedValue { $0 }, as: UTF8.self)
         )
     }
 }
@@ -82,12 +83,12 @@ extension TokenProxyBinary {
             while true {
                 let data = handle.availableData
                 guard !data.isEmpty else { return }
-                text.withLock { $0 += String(decoding: data, as: UTF8.self) }
+                text.withLockedValue { $0 += String(decoding: data, as: UTF8.self) }
             }
         }.start()
         let port: UInt16? = eventually {
             guard process.isRunning else { return UInt16(0) }
-            return text.withLock { $0 }.split(separator: "\n").lazy.compactMap { line -> UInt16? in
+            return text.withLockedValue { $0 }.split(separator: "\n").lazy.compactMap { line -> UInt16? in
                 guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                     object["message"] as? String == "listening", let listen = object["server.address"] as? String
                 else { return nil }
@@ -106,7 +107,7 @@ extension TokenProxyBinary {
             status: signaled ? -1 : process.terminationStatus,
             signal: signaled && process.terminationStatus != SIGTERM ? process.terminationStatus : nil,
             stdout: "",
-            stderr: text.withLock { $0 }
+            stderr: text.withLockedValue { $0 }
         )
         return (result, status)
     }

@@ -8,9 +8,14 @@ struct DroppingSink: CurlResponseSink {
 }
 
 extension CurlTransfer {
-    /// A transfer to a closed local port that no engine has started.
-    static func unstarted(method: String = "GET", sink: any CurlResponseSink = DroppingSink()) -> CurlTransfer {
+    /// A transfer to a closed local port that `engine` was not given.
+    static func unstarted(
+        method: String = "GET",
+        sink: any CurlResponseSink = DroppingSink(),
+        engine: CurlEngine = ForwardingFixture.engine
+    ) -> CurlTransfer {
         CurlTransfer(
+            engine: engine,
             request: UpstreamRequest(method: method, url: "http://127.0.0.1:1/x", headers: HTTPHeaders(), body: .none),
             options: CurlTransfer.Options(
                 allowPlainHTTP: true,

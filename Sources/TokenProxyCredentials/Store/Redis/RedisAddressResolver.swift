@@ -37,12 +37,12 @@ enum RedisAddressResolver {
         Self.worker.run {
             defer { Self.running.subtract(1, ordering: .relaxed) }
             let result = lookUp(host)
-            answer.withLock { $0 = result }
+            answer.withLockedValue { $0 = result }
             done.signal()
         }
         let left = max(deadline - .now, .zero)
         guard done.wait(timeout: .now() + .milliseconds(Int(clamping: left.milliseconds))) == .success,
-            let result = answer.withLock({ $0 })
+            let result = answer.withLockedValue({ $0 })
         else {
             throw RedisError(.unreachable, "cannot resolve \(host) within the connect timeout")
         }

@@ -65,11 +65,11 @@ final class RedisClient: Sendable {
     /// it closed an idle connection), `body` runs again once on a new one; any other failure
     /// starts the backoff and is thrown.
     func run<T>(_ body: (RedisConnection) throws(RedisError) -> T) throws(RedisError) -> T {
-        if let until = self.health.withLock({ $0.downUntil }), ContinuousClock.now < until {
+        if let until = self.health.withLockedValue({ $0.downUntil }), ContinuousClock.now < until {
             throw RedisError(.unreachable, "\(self.configuration.address) is not answering; retrying in a moment")
         }
         do throws(RedisError) {
-            if let reused = self.idle.withLock({ $0.popLast() }) {
+            if let reused = self.idle.withLockedValue({ $0.popLast() }) {
                 do throws(RedisError) {
                     let result = try self.attempt(body, on: reused)
                     self.succeeded()
@@ -78,7 +78,7 @@ final class RedisClient: Sendable {
                     // A broken reused connection means the others are stale too (a restarted
                     // server): they are dropped and one new connection is tried.
                     guard reused.broken else { throw error }
-                    self.idle.withLock { $0.removeAll() }
+                    self.idle.withLockedValue { $0.removeAll() }
                 }
             }
             let fresh = try self.connect()
@@ -111,7 +111,7 @@ final class RedisClient: Sendable {
     /// Counts a command the server refused, and logs the first since the last accepted write.
     func refused(_ error: RedisError) {
         self.metrics?.tokenStoreError(store: "redis", kind: "refused")
-        let first = self.health.withLock { health -> Bool in
+        let first = self.health.withLockedValue { health -> Bool in
             defer { health.refusing = true }
             return !health.refusing
         }
@@ -125,7 +125,7 @@ final class RedisClient: Sendable {
 
     /// Notes that the server accepted a write: a refusal logged before is over.
     func accepted() {
-        let wasRefusing = self.health.withLock { health -> Bool in
+        let wasRefusing = self.health.withLockedValue { health -> Bool in
             defer { health.refusing = false }
             return health.refusing
         }
@@ -174,7 +174,7 @@ final class RedisClient: Sendable {
     }
 
     private func giveBack(_ connection: RedisConnection) {
-        self.idle.withLock { idle in
+        self.idle.withLockedValue { idle in
             if idle.count < Self.idleLimit { idle.append(connection) }
         }
     }
@@ -198,7 +198,7 @@ final class RedisClient: Sendable {
     }
 
     private func succeeded() {
-        let recovered = self.health.withLock { health -> Bool in
+        let recovered = self.health.withLockedValue { health -> Bool in
             defer {
                 health.downUntil = nil
                 health.backoff = Self.firstBackoff
@@ -216,7 +216,7 @@ final class RedisClient: Sendable {
 
     private func failed(_ error: RedisError) {
         self.metrics?.tokenStoreError(store: "redis", kind: error.kind == .refused ? "refused" : "unreachable")
-        let first = self.health.withLock { health -> Bool in
+        let first = self.health.withLockedValue { health -> Bool in
             health.downUntil = .now + health.backoff
             health.backoff = min(health.backoff * 2, Self.longestBackoff)
             defer { health.reported = true }

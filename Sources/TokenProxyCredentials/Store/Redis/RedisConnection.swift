@@ -19,7 +19,9 @@ final class RedisConnection: @unchecked Sendable {
     private let context: UnsafeMutablePointer<redisContext>
     private let commandTimeout: Duration
     /// A command failed at the connection (I/O error, timeout, protocol error, an answer too
-    /// large): the connection's state is unknown and it must not be used again.
+    /// large): the connection's state is unknown and it must not be used again. Only the
+    /// thread that took the connection out of ``RedisClient``'s pool reads or writes it; the
+    /// pool's mutex orders one holder's writes before the next holder's reads.
     private(set) var broken = false
 
     /// The most bytes one answer may take: the largest the store asks for (a hash of sealed

@@ -103,7 +103,7 @@ final class RedisLease: TokenStoreLock {
         let interval = Duration.milliseconds(max(1, lease.lifetime.milliseconds / 3))
         DeadlineScheduler.shared.schedule(at: .now + interval) { [weak lease] in
             Self.renewals.async { [weak lease] in
-                guard let lease, lease.held.withLock({ $0 }) else { return }
+                guard let lease, lease.held.withLockedValue({ $0 }) else { return }
                 let arguments = [
                     "EVAL", RedisScripts.renewLease, "1", lease.key, lease.fence, String(lease.lifetime.milliseconds),
                 ]
@@ -112,7 +112,7 @@ final class RedisLease: TokenStoreLock {
                 // is reported, and renewing stops.
                 let answer = try? lease.client.command(arguments, what: "the lease renewal")
                 if answer?.integer == 0 {
-                    lease.lost.withLock { $0 = true }
+                    lease.lost.withLockedValue { $0 = true }
                     lease.client.leaseLost(lease.key, "the renewal found it expired or held by another proxy")
                     return
                 }
@@ -128,13 +128,13 @@ final class RedisLease: TokenStoreLock {
     /// Stops renewing, deletes the lease if it is still this holder's, and releases the
     /// process's lock; later calls do nothing.
     func release() {
-        let wasHeld = self.held.withLock { held in
+        let wasHeld = self.held.withLockedValue { held in
             defer { held = false }
             return held
         }
         guard wasHeld else { return }
         self.onRelease(self.fence)
-        if !self.lost.withLock({ $0 }) {
+        if !self.lost.withLockedValue({ $0 }) {
             let arguments = ["EVAL", RedisScripts.releaseLease, "1", self.key, self.fence]
             _ = try? self.client.command(arguments, what: "the lease release")
         }

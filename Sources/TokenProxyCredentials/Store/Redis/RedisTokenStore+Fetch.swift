@@ -1,4 +1,5 @@
 import Foundation
+import TokenProxySupport
 
 extension RedisTokenStore {
     /// Reads the whole hash (`HGETALL`) and opens every value. A value that does not open
@@ -23,7 +24,7 @@ extension RedisTokenStore {
             snapshot.raw[String(decoding: field, as: UTF8.self)] = value
         }
         snapshot.epoch = snapshot.raw["epoch"].map(Self.counterText)
-        let seen = self.state.withLock { $0.generationsEpoch == snapshot.epoch ? $0.generations : [:] }
+        let seen = self.state.withLockedValue { $0.generationsEpoch == snapshot.epoch ? $0.generations : [:] }
         var read: [String: Int] = [:]
         for (field, value) in snapshot.raw where field.hasPrefix("grant:") || field == Self.revocationsField {
             do {
@@ -60,7 +61,7 @@ extension RedisTokenStore {
             let counter = snapshot.raw[RedisSealedRecord<StoredGrant>.generationField(field)]
             if RedisSealedRecord<StoredGrant>.generation(counter) <= generation { snapshot.older.insert(field) }
         }
-        self.state.withLock { $0.noteGenerations(read, epoch: snapshot.epoch) }
+        self.state.withLockedValue { $0.noteGenerations(read, epoch: snapshot.epoch) }
         return snapshot
     }
 

@@ -40,7 +40,7 @@ extension RedisTokenStore {
         contents: TokenStoreContents,
         snapshot: Snapshot
     ) throws(RedisStoreFailure) -> RedisWriteOutcome {
-        let held = self.state.withLock { $0.leases }
+        let held = self.state.withLockedValue { $0.leases }
         let leases = held.filter { fields.contains(Self.grantField($0.key)) }.sorted { $0.key < $1.key }
         var generator = SystemRandomNumberGenerator()
         let epoch =
@@ -78,7 +78,7 @@ extension RedisTokenStore {
             return .conflict
         case .integer(-1):
             let names = Set(leases.map(\.key))
-            self.state.withLock { state in
+            self.state.withLockedValue { state in
                 for (name, fence) in leases where state.leases[name] == fence { state.leases[name] = nil }
             }
             for name in names.sorted() {
@@ -87,7 +87,7 @@ extension RedisTokenStore {
             return .leaseLost(names)
         case .array(let items) where items.count == 2 && items[0].integer.map({ $0 > 0 }) == true:
             let written = items[1].bytes.map(Self.counterText) ?? epoch
-            self.state.withLock { state in
+            self.state.withLockedValue { state in
                 state.seenEpoch = written
                 state.noteGenerations(generations, epoch: written)
             }

@@ -1,4 +1,5 @@
 import Foundation
+import TokenProxySupport
 
 extension RedisTokenStore {
     /// The shared contents as this process should use them: the server's, with the grants it
@@ -10,7 +11,7 @@ extension RedisTokenStore {
             let base = try self.restored(snapshot)
             let fields = Self.changedFields(snapshot.contents, base)
             if fields.isEmpty {
-                self.state.withLock { $0.seenEpoch = snapshot.epoch }
+                self.state.withLockedValue { $0.seenEpoch = snapshot.epoch }
                 return self.adopt(base)
             }
             if case .written = try self.compareAndSet(fields, contents: base, snapshot: snapshot) {
@@ -39,7 +40,7 @@ extension RedisTokenStore {
             }
             let fields = Self.changedFields(snapshot.contents, contents)
             if fields.isEmpty {
-                self.state.withLock { $0.seenEpoch = snapshot.epoch }
+                self.state.withLockedValue { $0.seenEpoch = snapshot.epoch }
                 _ = self.adopt(contents)
                 return result
             }
@@ -63,7 +64,7 @@ extension RedisTokenStore {
     /// rotated refresh tokens, and the next refresh would spend a used one. A field whose
     /// value was refused as older than one read before gets this process's copy back too.
     func restored(_ snapshot: Snapshot) throws(RedisStoreFailure) -> TokenStoreContents {
-        let seen = self.state.withLock { $0.seenEpoch }
+        let seen = self.state.withLockedValue { $0.seenEpoch }
         let lost = seen != nil && seen != snapshot.epoch
         guard lost || !snapshot.older.isEmpty else { return snapshot.contents }
         let mine: TokenStoreContents
@@ -108,7 +109,7 @@ extension RedisTokenStore {
     /// Makes `contents` this process's copy, with the fields it could not share yet laid over
     /// them; returns that copy.
     func adopt(_ contents: TokenStoreContents) -> TokenStoreContents {
-        let unshared = self.state.withLock { $0.unshared }
+        let unshared = self.state.withLockedValue { $0.unshared }
         let adopted = try? self.local.update { mine -> TokenStoreContents in
             var merged = contents
             for field in unshared {
@@ -130,7 +131,7 @@ extension RedisTokenStore {
     /// obtained), and adds the revocations still pending. Nothing to do when everything was
     /// shared.
     func shareUnshared() throws(RedisStoreFailure) {
-        let fields = self.state.withLock { $0.unshared }
+        let fields = self.state.withLockedValue { $0.unshared }
         guard !fields.isEmpty else { return }
         let mine: TokenStoreContents
         do {
@@ -158,12 +159,12 @@ extension RedisTokenStore {
             let changed = Self.changedFields(snapshot.contents, merged)
             var written = changed.isEmpty
             if written {
-                self.state.withLock { $0.seenEpoch = snapshot.epoch }
+                self.state.withLockedValue { $0.seenEpoch = snapshot.epoch }
             } else if case .written = try self.compareAndSet(changed, contents: merged, snapshot: snapshot) {
                 written = true
             }
             if written {
-                self.state.withLock { $0.unshared.subtract(fields) }
+                self.state.withLockedValue { $0.unshared.subtract(fields) }
                 _ = self.adopt(merged)
                 self.logger.notice(
                     "token store: tokens obtained while it was unreachable are shared",
@@ -176,7 +177,7 @@ extension RedisTokenStore {
 
     /// Notes that the refused value `digest` was reported; false when it was before.
     func noteReported(_ digest: String) -> Bool {
-        self.state.withLock { state in
+        self.state.withLockedValue { state in
             if state.reported.count >= 1024 { state.reported.removeAll() }
             return state.reported.insert(digest).inserted
         }

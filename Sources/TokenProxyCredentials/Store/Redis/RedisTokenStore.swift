@@ -125,7 +125,7 @@ final class RedisTokenStore: TokenStore {
                 let before = contents
                 let result = body(&contents)
                 let changed = Self.changedFields(before, contents)
-                self.state.withLock { $0.unshared.formUnion(changed) }
+                self.state.withLockedValue { $0.unshared.formUnion(changed) }
                 return result
             }
         }
@@ -140,8 +140,8 @@ final class RedisTokenStore: TokenStore {
         guard let (epoch, counter) = self.serverRevision() else {
             return self.local.revision().map { "local:\($0)" }
         }
-        if !self.state.withLock({ $0.unshared.isEmpty }) { _ = try? self.shareUnshared() }
-        if let seen = self.state.withLock({ $0.seenEpoch }), seen != epoch, (try? self.settled()) != nil,
+        if !self.state.withLockedValue({ $0.unshared.isEmpty }) { _ = try? self.shareUnshared() }
+        if let seen = self.state.withLockedValue({ $0.seenEpoch }), seen != epoch, (try? self.settled()) != nil,
             let (after, afterCounter) = self.serverRevision()
         {
             return "redis:\(after ?? "-"):\(afterCounter)"
@@ -195,7 +195,7 @@ final class RedisTokenStore: TokenStore {
                 local: local,
                 deadline: deadline
             ) { [weak self] fence in
-                self?.state.withLock { state in
+                self?.state.withLockedValue { state in
                     if state.leases[name] == fence { state.leases[name] = nil }
                 }
             }
@@ -214,7 +214,7 @@ final class RedisTokenStore: TokenStore {
                     + "another proxy is obtaining its token"
             )
         }
-        self.state.withLock { $0.leases[name] = lease.fence }
+        self.state.withLockedValue { $0.leases[name] = lease.fence }
         return lease
     }
 }

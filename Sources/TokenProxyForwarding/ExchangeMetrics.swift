@@ -1,17 +1,22 @@
+import TokenProxyMetrics
 import TokenProxyServer
 
 /// Counts a finished exchange in the ``ProxyMetrics``: its status class and duration, and
 /// from its ``ForwardingOutcome`` a replay after a 401, a resend after a lost reused
 /// connection, and an upstream failure.
-package enum ExchangeMetrics {
-    /// Records `exchange`, which has just ended, under `route` (a configured route's name or
-    /// one of the fixed labels of ``ProxyMetrics``).
-    package static func record(_ exchange: HTTPExchange, route: String, in metrics: ProxyMetrics) {
+enum ExchangeMetrics {
+    /// Records `exchange`, which has just ended with `outcome`, under `route` (a configured
+    /// route's name or one of the fixed labels of ``ProxyMetrics``).
+    static func record(
+        _ exchange: HTTPExchange,
+        outcome: ForwardingOutcome,
+        route: String,
+        in metrics: ProxyMetrics
+    ) {
         // A tunnel's life is its two sides' to decide, minutes or hours: it is counted (status
         // 1xx) but kept out of the request-duration histogram, whose latency it would swamp.
         let duration: Duration? = exchange.isTunnel ? nil : .now - exchange.startTime
         metrics.requestFinished(route: route, status: exchange.responseStatus, duration: duration)
-        let outcome = exchange.forwarding
         if outcome.replayed {
             metrics.replayed(route: route)
         }

@@ -1,15 +1,17 @@
 import Logging
-import TokenProxyServer
-import TokenProxySupport
 
-/// The forwarder used until an upstream engine is configured: every routed request is
-/// answered 502 `upstream_unreachable`.
+@testable import TokenProxyForwarding
+@testable import TokenProxyServer
+@testable import TokenProxySupport
+
+/// A forwarder for tests that do not reach an upstream: every routed request is answered
+/// 502 `upstream_unreachable`.
 struct UnavailableForwarder: RouteForwarder {
     /// Creates the forwarder.
     init() {}
 
     /// Answers 502 `upstream_unreachable`.
-    func forward(_ exchange: HTTPExchange, along match: Router.Match, logger: Logger) {
+    func forward(_ exchange: HTTPExchange, along match: Router.Match, record: ForwardingRecord, logger: Logger) {
         exchange.respond(
             to: ProxyError(
                 .upstreamUnreachable,

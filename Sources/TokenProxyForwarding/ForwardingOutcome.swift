@@ -1,0 +1,38 @@
+import TokenProxyMetrics
+
+/// How an exchange's request went upstream: what its access-log line and the metrics report
+/// beside the status (`docs/reference/log-fields.md`, `docs/reference/metrics.md`). The
+/// forwarder fills it in as the request's life unfolds, before the exchange ends, so that
+/// whoever reads it when the exchange completes sees the whole story, including for a client
+/// that left early.
+package struct ForwardingOutcome: Sendable, Equatable {
+    /// Why the upstream exchange failed: the metrics' error kinds.
+    package typealias UpstreamFailure = ProxyMetrics.UpstreamErrorKind
+
+    /// The request waited for a token fetched (or refreshed) while it waited.
+    package var tokenRefreshed = false
+    /// A 401 from the upstream was dropped and the request sent again with a new credential.
+    package var replayed = false
+    /// The request was sent again on a new connection after a reused one failed before any
+    /// answer, by the proxy or by libcurl itself.
+    package var resent = false
+    /// How the upstream exchange failed, when it did.
+    package var upstreamFailure: UpstreamFailure?
+
+    /// Nothing happened beyond a plain request (also a request that was never forwarded).
+    package init() {}
+}
+
+/// Where the forwarder leaves one exchange's ``ForwardingOutcome`` for the access line and
+/// the metrics, read when the exchange completes. Confined, like the exchange, to the
+/// connection's context.
+package final class ForwardingRecord {
+    /// How the request went upstream so far.
+    package var outcome = ForwardingOutcome()
+
+    /// An empty record: a plain request, or one never forwarded.
+    package init() {}
+}
+
+@available(*, unavailable)
+extension ForwardingRecord: Sendable {}
