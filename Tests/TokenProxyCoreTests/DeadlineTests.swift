@@ -12,12 +12,18 @@ struct DeadlineTests {
         let scheduler = DeadlineScheduler(name: "tp-test-deadl")
         let ran = Mutex<[Int]>([])
         let start = ContinuousClock.now + .milliseconds(100)
-        // Scheduled latest first, earliest last, and some in between.
-        for index in [9, 0, 5, 3, 8, 1, 7, 2, 6, 4] {
-            scheduler.schedule(at: start + .milliseconds(Int64(index * 20))) {
-                ran.withLockedValue { $0.append(index) }
+        // Scheduled latest first, earliest last, and some in between, all while the
+        // scheduler's thread is held: the order is the deadlines', however long scheduling
+        // took and whichever deadlines passed meanwhile.
+        #expect(
+            whileHeld(scheduler) {
+                for index in [9, 0, 5, 3, 8, 1, 7, 2, 6, 4] {
+                    scheduler.schedule(at: start + .milliseconds(Int64(index * 20))) {
+                        ran.withLockedValue { $0.append(index) }
+                    }
+                }
             }
-        }
+        )
         #expect(eventually { ran.withLockedValue { $0.count } == 10 })
         #expect(ran.withLockedValue { $0 } == Array(0..<10))
     }
@@ -35,10 +41,16 @@ struct DeadlineTests {
         let ran = Mutex<[String]>([])
         let timer = RefreshTimer(scheduler: scheduler) { token in ran.withLockedValue { $0.append(token.value) } }
         let now = ContinuousClock.now
-        // A hundred tokens, each planned later than the one before: only the last is renewed.
-        for index in 1...100 {
-            timer.plan(AccessToken(value: "t\(index)"), at: now + .milliseconds(Int64(100 + index)))
-        }
+        // A hundred tokens, each planned later than the one before: only the last is renewed
+        // (planned while the scheduler's thread is held, so that no plan falls due before
+        // the next replaces it, however slowly the loop runs).
+        #expect(
+            whileHeld(scheduler) {
+                for index in 1...100 {
+                    timer.plan(AccessToken(value: "t\(index)"), at: now + .milliseconds(Int64(100 + index)))
+                }
+            }
+        )
         #expect(eventually { ran.withLockedValue { $0 } == ["t100"] })
         // A plan earlier than the pending one is kept to as well.
         timer.plan(AccessToken(value: "late"), at: .now + .seconds(3600))
@@ -143,4 +155,20 @@ struct DeadlineTests {
         #expect(answers.withLockedValue { $0 } == ["successor", "successor", "successor"])
         #expect(handed.withLockedValue { $0.count } == 3)
     }
+}
+
+/// Runs `body` while `scheduler`'s thread is held inside an action, so that everything
+/// `body` schedules is pending at once when the thread goes on. False when the thread never
+/// took the holding action.
+private func whileHeld(_ scheduler: DeadlineScheduler, _ body: () -> Void) -> Bool {
+    let entered = DispatchSemaphore(value: 0)
+    let release = DispatchSemaphore(value: 0)
+    scheduler.schedule(at: .now) {
+        entered.signal()
+        _ = release.wait(timeout: .now() + 60)
+    }
+    defer { release.signal() }
+    guard entered.wait(timeout: .now() + 60) == .success else { return false }
+    body()
+    return true
 }
