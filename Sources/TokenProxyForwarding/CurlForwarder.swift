@@ -133,6 +133,21 @@ package final class CurlForwarder: RouteForwarder {
                 )
                 return
             }
+            // A handshake is an attempt like any request's: the same rule replays a refused
+            // one; it has no body, and it is never resent (each opens its own connection).
+            let machine = ForwardingStateMachine(
+                replay: ReplayStateMachine(
+                    replaysUnauthorized: route.retryOn401 && entry?.source.canRenew == true,
+                    renewingOn: route.renewOnStatus,
+                    idempotent: false,
+                    limit: 0,
+                    hasBody: false
+                ),
+                needsCredential: entry != nil,
+                hasBody: false,
+                signsBody: false,
+                signedBodyLimit: 0
+            )
             TunnelAttempt(
                 exchange: exchange,
                 record: record,
@@ -141,6 +156,7 @@ package final class CurlForwarder: RouteForwarder {
                 url: url,
                 protocols: protocols,
                 entry: entry,
+                machine: machine,
                 limits: limits,
                 slots: self.tunnels,
                 logger: logger
@@ -157,6 +173,7 @@ package final class CurlForwarder: RouteForwarder {
                 hasBody: hasBody
             ),
             needsCredential: entry != nil,
+            hasBody: hasBody,
             // A form body is signed with the request (RFC 5849 §3.4.1.3.1), so it is read
             // whole first, within the replay buffer's bound.
             signsBody: entry?.requestAuthorizer != nil && hasBody && Self.isForm(exchange.head),

@@ -1,28 +1,17 @@
-import TokenProxyHTTP
 import TokenProxyServer
 import TokenProxySupport
 import TokenProxyUpstream
 
-/// Relays a transfer's response to a client exchange: each delivery runs in the connection's
-/// context (in place when the connection is idle, otherwise one hop to its queue) with
-/// one flush, and a client that cannot keep up pauses the transfer.
+/// Brings a transfer's response to a client exchange: each delivery runs in the connection's
+/// context (in place when the connection is idle, otherwise one hop to its queue).
 ///
-/// The sink hands each delivery to the request's ``ForwardingAttempt``, which decides
-/// whether it is relayed, dropped or ends in another attempt.
+/// The sink only brings each delivery into the exchange's context, to the request's
+/// ``ForwardingAttempt``, whose state machine decides whether it is relayed, dropped or
+/// ends in another attempt.
 ///
 /// A class: the transfer holds it and each delivery's closure captures it, one reference
 /// each instead of a copy of its fields.
 final class ExchangeSink: CurlResponseSink {
-    /// How a relayed delivery ends the client's response.
-    enum Ending: Sendable, Equatable {
-        /// The whole answer was relayed.
-        case finish
-        /// The answer broke off after its head: the client connection is aborted.
-        case abort
-        /// No head was relayed: the client gets this error.
-        case answer(ProxyError)
-    }
-
     /// The client exchange, confined to its connection's context.
     let exchange: QueueBound<HTTPExchange>
     /// The request whose transfer this is; its deliveries are dropped once it is gone (its
@@ -52,51 +41,6 @@ final class ExchangeSink: CurlResponseSink {
     /// Resumes reading the client's body, in the same order as the deliveries.
     func resumeRequestBody() {
         self.run { $0.resumeBody() }
-    }
-
-    /// Sends what `delivery` carries to `exchange` with one flush, ends the response as
-    /// `ending` says, and reports the body bytes to `transfer`'s flow control.
-    static func relay(
-        _ delivery: CurlDelivery,
-        ending: Ending?,
-        from transfer: CurlTransfer,
-        to exchange: HTTPExchange
-    ) {
-        exchange.batch { exchange in
-            if let head = delivery.head {
-                exchange.sendHead(head)
-            }
-            for part in delivery.body {
-                exchange.sendBody(part)
-            }
-            switch ending {
-            case .finish?:
-                exchange.finish()
-            case .abort?:
-                exchange.abort()
-            case .answer(let error)?:
-                exchange.respond(to: error)
-            case nil:
-                break
-            }
-        }
-        guard delivery.bodyBytes > 0 else { return }
-        let writable = exchange.isComplete || exchange.isWritable
-        transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: writable)
-        if writable {
-            // A hook an earlier delivery left is stale: this one found room.
-            exchange.onWritable = nil
-        } else {
-            exchange.onWritable = {
-                exchange.onWritable = nil
-                transfer.consumerBecameWritable()
-            }
-        }
-    }
-
-    /// Drops what `delivery` carries; the transfer goes on at full speed.
-    static func drop(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
-        transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
     }
 
     /// Runs `body` in the exchange's context: in place on the engine's thread when the

@@ -7,11 +7,11 @@ import TokenProxySupport
 import TokenProxyUpstream
 
 /// One client request across its upstream attempts: the owner of its
-/// ``ForwardingStateMachine``, which feeds it events (a credential, a response head, the end
-/// of a transfer, the client leaving) and carries out what it answers. It keeps what the
-/// state machine does not: the token and credential used, the body kept for another attempt,
-/// and the transfer being fed. Confined to the exchange's context; the exchange owns it (by
-/// its `onClose` hook) until the exchange ends.
+/// ``ForwardingStateMachine``, which it feeds every event (a credential, body bytes, a
+/// response head, the end of a transfer, the client leaving) and whose every action it
+/// carries out. It keeps what the state machine cannot: the token and credential used, and
+/// the transfer in flight. Confined to the exchange's context; the exchange owns it (by its
+/// `onClose` hook) until the exchange ends.
 final class ForwardingAttempt {
     /// The route the request matched and its upstream path.
     let match: Router.Match
@@ -41,11 +41,7 @@ final class ForwardingAttempt {
     private var token: AccessToken?
     /// The credential header the current attempt was sent with.
     private var credential: CredentialHeader?
-    private var kept: [UInt8] = []
-    private var bodyComplete = false
     private var transfer: CurlTransfer?
-    /// A form body read whole before the first attempt, because the credential signs it.
-    private var formBody: [UInt8]?
     /// The reference that callbacks hold (a token wait, the transfers' sinks): made once.
     private lazy var handle = QueueBound(WeakReference(self), context: self.context)
 
@@ -87,16 +83,21 @@ final class ForwardingAttempt {
         self.perform(self.machine.clientClosed())
     }
 
-    /// Carries out `action` (in the exchange's context). The outcome so far is written to
-    /// the record first, so that an action that ends it is logged with it.
-    func perform(_ action: ForwardingStateMachine.Action) {
+    /// Carries out `action` (in the exchange's context): `bytes` are the request body bytes
+    /// of a body event, `delivery` the transfer's answer of a delivery. The outcome so far
+    /// is written to the record first, so that an action that ends the exchange is logged
+    /// with it.
+    private func perform(
+        _ action: ForwardingStateMachine.Action,
+        bytes: [UInt8] = [],
+        delivery: CurlDelivery? = nil
+    ) {
         guard let exchange = self.exchange else { return }
         self.record.outcome = self.machine.outcome
         switch action {
-        case .none, .keepSignedBody, .relayResponse, .dropResponse:
+        case .none, .dropHead, .dropBody:
             break
         case .readSignedBody:
-            self.formBody = []
             exchange.readBody { [weak self] event in
                 self?.signedBodyEvent(event)
             }
@@ -110,21 +111,35 @@ final class ForwardingAttempt {
                     provider: self.match.route.provider
                 )
             )
-        case .obtainCredential:
-            self.obtainCredential()
-        case .startTransfer(let attempt):
-            self.startTransfer(attempt, exchange: exchange)
+        case .obtainCredential(let formBody):
+            self.obtainCredential(formBody: formBody)
+        case .startTransfer(let attempt, let body):
+            self.startTransfer(attempt, body: body, exchange: exchange)
+        case .forwardBody:
+            if let transfer = self.transfer, transfer.appendBody(bytes) {
+                exchange.pauseBody()
+            }
+        case .endBody:
+            self.transfer?.endBody()
+        case .relayHead:
+            if let head = delivery?.head {
+                exchange.sendHead(head)
+            }
+        case .relayBody:
+            for part in delivery?.body ?? [] {
+                exchange.sendBody(part)
+            }
         case .finish:
             exchange.finish()
         case .abort:
             exchange.abort()
         case .answer(let error):
             exchange.respond(to: error)
-        case .reauthorize:
+        case .reauthorize(let formBody):
             // Once the refused answer was drained, through the queue: the new credential may
             // be at hand, and the replay must not start inside the delivery that ended.
             self.handle.execute { reference in
-                reference.object?.reauthorize()
+                reference.object?.reauthorize(formBody: formBody)
             }
         case .cancelTransfer:
             if let transfer = self.transfer {
@@ -136,90 +151,72 @@ final class ForwardingAttempt {
     /// A body event while the body to sign is read whole.
     private func signedBodyEvent(_ event: RequestBodyEvent) {
         switch event {
-        case .bytes(let bytes):
-            let action = self.machine.signedBodyReceived(bytes.count)
-            if action == .keepSignedBody {
-                self.formBody?.append(contentsOf: bytes)
-            }
-            self.perform(action)
-        case .end:
-            self.bodyComplete = true
-            self.perform(self.machine.signedBodyEnded())
+        case .bytes(let bytes): self.perform(self.machine.signedBodyReceived(bytes))
+        case .end: self.perform(self.machine.signedBodyEnded())
         }
     }
 
     /// Replays after a dropped refusal (a 401, or a status of `renew_on_status`): the token
     /// it answered is invalidated (if still current) and a credential obtained again.
-    private func reauthorize() {
+    private func reauthorize(formBody: [UInt8]?) {
         guard let exchange = self.exchange, !exchange.isComplete else { return }
         if let token = self.token {
             self.entry?.source.invalidate(token)
         }
         self.logger.info("replaying with a renewed token", metadata: ["route": "\(self.match.route.name)"])
-        self.obtainCredential()
+        self.obtainCredential(formBody: formBody)
     }
 
-    /// Asks the provider for the credential; without a provider there is none to wait for.
-    private func obtainCredential() {
-        guard let entry = self.entry else {
-            self.perform(self.machine.credentialObtained(fetchedForRequest: false))
-            return
-        }
+    /// Asks the provider for the credential; a credential that signs requests signs
+    /// `formBody` too.
+    private func obtainCredential(formBody: [UInt8]?) {
+        guard let entry = self.entry else { return }
         let handle = self.handle
         entry.source.token { result in
             // A token at hand (static, or cached) arrives in the exchange's context: the
             // transfer then starts without another trip through its queue.
             handle.executeNowOrLater { reference in
-                reference.object?.credentialArrived(result, entry: entry)
+                reference.object?.credentialArrived(result, entry: entry, formBody: formBody)
             }
         }
     }
 
-    private func credentialArrived(_ result: Result<AccessToken, ProxyError>, entry: CredentialRegistry.Entry) {
+    private func credentialArrived(
+        _ result: Result<AccessToken, ProxyError>,
+        entry: CredentialRegistry.Entry,
+        formBody: [UInt8]?
+    ) {
         guard let exchange = self.exchange, !exchange.isComplete else { return }
-        let credential = result.flatMap { token in
-            self.header(for: token, entry: entry, exchange: exchange).map { (token, $0) }
-        }
-        switch credential {
-        case .success(let (token, header)):
-            self.token = token
-            self.credential = header
-            // Whether this request waited for a token fetched (or refreshed) for it.
-            let fetched = token.obtainedAt.map { $0 >= exchange.startTime } ?? false
+        let request = CredentialRequest(
+            entry: entry,
+            method: exchange.head.method,
+            url: self.url,
+            formBody: formBody,
+            route: self.match.route.name,
+            logger: self.logger
+        )
+        switch request.credential(from: result) {
+        case .success(let credential):
+            self.token = credential.token
+            self.credential = credential.header
+            let fetched = credential.token.obtainedAt.map { $0 >= exchange.startTime } ?? false
             self.perform(self.machine.credentialObtained(fetchedForRequest: fetched))
-        case .failure(var error):
-            error.route = self.match.route.name
-            self.logger.warning(
-                "no credential",
-                metadata: [
-                    "provider": "\(entry.configuration.name)", "error": "\(error.code)",
-                    "reason": "\(error.message)",
-                ]
-            )
+        case .failure(let error):
             self.perform(self.machine.credentialFailed(error))
         }
-    }
-
-    /// The header for this attempt: the token formatted, or for a provider that signs each
-    /// request, its signature over the method, the URL and a form body.
-    private func header(
-        for token: AccessToken,
-        entry: CredentialRegistry.Entry,
-        exchange: HTTPExchange
-    ) -> Result<CredentialHeader, ProxyError> {
-        if let authorizer = entry.requestAuthorizer {
-            return authorizer.authorization(method: exchange.head.method, url: self.url, formBody: self.formBody)
-        }
-        return entry.header(for: token)
     }
 }
 
 // MARK: Transfers
 
 extension ForwardingAttempt {
-    /// Starts a transfer for `attempt` with the current credential; a resend opens a new
-    /// upstream connection rather than take one from the cache.
-    private func startTransfer(_ attempt: ForwardingStateMachine.Attempt, exchange: HTTPExchange) {
+    /// Starts a transfer for `attempt` with the current credential, sending `body`; a resend
+    /// opens a new upstream connection rather than take one from the cache.
+    private func startTransfer(
+        _ attempt: ForwardingStateMachine.Attempt,
+        body: ForwardingStateMachine.Body,
+        exchange: HTTPExchange
+    ) {
         let route = self.match.route
         let request = UpstreamRequestBuilder.build(
             head: exchange.head,
@@ -242,12 +239,11 @@ extension ForwardingAttempt {
             self.perform(self.machine.transferFailedToStart(failure))
             return
         }
-        let sink = ExchangeSink(exchange: QueueBound(exchange, context: self.context), owner: self.handle)
         let transfer = CurlTransfer(
             engine: self.engine,
             request: request,
             options: options,
-            sink: sink,
+            sink: ExchangeSink(exchange: QueueBound(exchange, context: self.context), owner: self.handle),
             rewriteLocation: { [match = self.match, base = self.base] in
                 LocationRewrite.rewrite($0, match: match, base: base)
             },
@@ -255,108 +251,90 @@ extension ForwardingAttempt {
             provider: route.provider
         )
         self.transfer = transfer
-        self.feedBody(to: transfer, attempt: attempt, exchange: exchange)
+        switch body {
+        case .none:
+            break
+        case .fromClient:
+            // Read only now: nothing is read while the credential is obtained.
+            exchange.readBody { [weak self] event in
+                self?.receivedBody(event)
+            }
+        case .kept(let bytes):
+            _ = transfer.appendBody(bytes)
+            transfer.endBody()
+        }
         self.engine.add(transfer)
     }
 
-    /// Gives `transfer` its body: a signed form body at once; for the first attempt the
-    /// client's body as it arrives (nothing is read while the credential is obtained); for a
-    /// later one the kept body at once, which stays kept while yet another attempt is possible.
-    private func feedBody(to transfer: CurlTransfer, attempt: ForwardingStateMachine.Attempt, exchange: HTTPExchange) {
-        if let formBody = self.formBody {
-            _ = transfer.appendBody(formBody)
-            transfer.endBody()
-        } else if attempt != .first {
-            _ = transfer.appendBody(self.kept)
-            if !self.machine.keepsBody {
-                self.kept = []
-            }
-            if self.bodyComplete {
-                transfer.endBody()
-            }
-        } else if transfer.request.body != .none {
-            exchange.readBody { [weak exchange, weak self] event in
-                guard let exchange, let self else { return }
-                self.receivedBody(event, exchange: exchange)
-            }
-        }
-    }
-
-    /// The client's body: fed to the current transfer and, while another attempt is possible,
-    /// kept.
-    private func receivedBody(_ event: RequestBodyEvent, exchange: HTTPExchange) {
+    /// The client's body, for the first attempt's transfer.
+    private func receivedBody(_ event: RequestBodyEvent) {
         switch event {
-        case .bytes(let bytes):
-            if self.machine.keepsBody {
-                self.machine.requestBodyReceived(bytes.count)
-                if self.machine.keepsBody {
-                    self.kept += bytes
-                } else {
-                    self.kept = []
-                }
-            }
-            if let transfer = self.transfer, transfer.appendBody(bytes) {
-                exchange.pauseBody()
-            }
-        case .end:
-            self.bodyComplete = true
-            self.machine.requestBodyEnded()
-            self.transfer?.endBody()
+        case .bytes(let bytes): self.perform(self.machine.requestBodyReceived(bytes), bytes: bytes)
+        case .end: self.perform(self.machine.requestBodyEnded())
         }
     }
 
     /// What one engine turn collected for the current transfer (in the exchange's context):
-    /// relayed to the client, dropped (a 401 that is replayed or refused), or, for a lost
-    /// reused connection, replaced by another attempt.
+    /// each part is an event of the state machine, carried out in one batch (one flush); the
+    /// body bytes are then reported to the transfer's flow control.
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer, to exchange: HTTPExchange) {
-        if let head = delivery.head {
-            let refusal = head.status == 401 ? self.refusal(of: head) : nil
-            _ = self.machine.responseHeadReceived(status: head.status, refusal: refusal)
-        }
-        if self.machine.dropsResponse {
-            ExchangeSink.drop(delivery, from: transfer)
+        var relayedBody = false
+        exchange.batch { _ in
+            if let head = delivery.head {
+                let refusal = head.status == 401 ? self.refusal(of: head) : nil
+                self.perform(
+                    self.machine.responseHeadReceived(status: head.status, refusal: refusal),
+                    delivery: delivery
+                )
+            }
+            if delivery.resentByLibcurl {
+                self.perform(self.machine.libcurlResent())
+            }
+            if delivery.bodyBytes > 0 {
+                let action = self.machine.responseBodyReceived()
+                relayedBody = action == .relayBody
+                self.perform(action, delivery: delivery)
+            }
             if let end = delivery.end {
                 self.perform(self.transferEnded(end))
             }
+        }
+        guard delivery.bodyBytes > 0 else { return }
+        guard relayedBody else {
+            transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
             return
         }
-        if delivery.resentByLibcurl {
-            _ = self.machine.libcurlResent()
-        }
-        var ending: ExchangeSink.Ending?
-        if let end = delivery.end {
-            let action = self.transferEnded(end)
-            switch action {
-            case .finish:
-                ending = .finish
-            case .abort:
-                ending = .abort
-            case .answer(let error):
-                ending = .answer(error)
-            case .startTransfer, .reauthorize:
-                // Another attempt answers the client; this transfer relays nothing. The same
-                // credential: the connection failed, not the token.
-                if case .lostReusedConnection(let error) = end {
-                    self.logger.info(
-                        "resending on a new upstream connection",
-                        metadata: ["route": "\(self.match.route.name)", "reason": "\(error.message)"]
-                    )
-                }
-                self.perform(action)
-                return
-            case .none, .readSignedBody, .keepSignedBody, .refuseSignedBody, .obtainCredential, .relayResponse,
-                .dropResponse, .cancelTransfer:
-                ending = nil
+        let writable = exchange.isComplete || exchange.isWritable
+        transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: writable)
+        if writable {
+            // A hook an earlier delivery left is stale: this one found room.
+            exchange.onWritable = nil
+        } else {
+            exchange.onWritable = {
+                exchange.onWritable = nil
+                transfer.consumerBecameWritable()
             }
         }
-        self.record.outcome = self.machine.outcome
-        ExchangeSink.relay(delivery, ending: ending, from: transfer, to: exchange)
     }
 
     /// The state machine's answer to the end of the transfer; an upstream failure the client
-    /// is answered with is logged.
+    /// is answered with, and a resend, are logged.
     private func transferEnded(_ end: CurlDelivery.End) -> ForwardingStateMachine.Action {
-        let action = self.machine.transferEnded(end)
+        let action: ForwardingStateMachine.Action
+        switch end {
+        case .finish: action = self.machine.transferEnded(.finish)
+        case .abort: action = self.machine.transferEnded(.abort)
+        case .fail(let error): action = self.machine.transferEnded(.fail(error))
+        case .lostReusedConnection(let error):
+            action = self.machine.transferEnded(.lostReusedConnection(error))
+            if case .startTransfer(.resend, _) = action {
+                // The same credential: the connection failed, not the token.
+                self.logger.info(
+                    "resending on a new upstream connection",
+                    metadata: ["route": "\(self.match.route.name)", "reason": "\(error.message)"]
+                )
+            }
+        }
         if case .answer(let error) = action {
             self.logger.warning("upstream failed", metadata: ["error": "\(error.code)", "reason": "\(error.message)"])
         }

@@ -1,6 +1,4 @@
-import TokenProxyServer
 import TokenProxySupport
-import TokenProxyUpstream
 
 /// One forwarded request's whole life as a pure state machine (`docs/reference/upstream.md`): a form
 /// body read whole because the credential signs it, the wait for a credential, the transfer
@@ -9,10 +7,13 @@ import TokenProxyUpstream
 /// one, the client leaving, and the end. Whether another attempt is allowed is
 /// ``ReplayStateMachine``'s rule, which this one composes.
 ///
-/// ``ForwardingAttempt`` feeds it events and carries out the returned ``Action``s; it does no
-/// I/O and keeps no bytes. What happened is collected in ``outcome`` for the access line and
-/// the metrics. Every event has an answer in every state: one that does not fit the state
-/// (a late credential after the client left, a delivery of a cancelled transfer) is `.none`.
+/// It is the only place that decides: ``ForwardingAttempt`` feeds it every event and carries
+/// out every returned ``Action``, and asks it nothing else. It keeps the request body that
+/// another attempt may send (as async-http-client's `RequestBag` keeps its buffer), so each
+/// attempt's body comes with the action that starts it. What happened is collected in
+/// ``outcome`` for the access line and the metrics. Every event has an answer in every
+/// state: one that does not fit the state (a late credential after the client left, a
+/// delivery of a cancelled transfer) is `.none`, or for response bytes `.dropBody`.
 struct ForwardingStateMachine: Sendable {
     /// Which attempt a transfer is.
     enum Attempt: Sendable, Equatable {
@@ -25,32 +26,63 @@ struct ForwardingStateMachine: Sendable {
         case resend
     }
 
+    /// The body a transfer sends.
+    enum Body: Sendable, Equatable {
+        /// The request has none.
+        case none
+        /// The client's body, read as the transfer sends it (``requestBodyReceived(_:)``).
+        case fromClient
+        /// The whole body, kept from an earlier read.
+        case kept([UInt8])
+    }
+
+    /// How a transfer ended (the owner's transfer reports it).
+    enum TransferEnd: Sendable, Equatable {
+        /// The whole response arrived.
+        case finish
+        /// The response broke off after its head.
+        case abort
+        /// No response head arrived; the client is answered with this error.
+        case fail(ProxyError)
+        /// No byte of a response arrived on a connection reused from the cache; answered
+        /// with this error unless the request is sent again.
+        case lostReusedConnection(ProxyError)
+    }
+
     /// What the owner is to do.
     enum Action: Sendable, Equatable {
         /// Nothing.
         case none
         /// Read the whole request body first: the credential signs it (RFC 5849 §3.4.1.3.1).
         case readSignedBody
-        /// Keep the body bytes just read for signing.
-        case keepSignedBody
         /// Answer 413 `body_too_large`: the body to sign is larger than the replay buffer.
         case refuseSignedBody
-        /// Ask the route's provider for a credential.
-        case obtainCredential
-        /// Start a transfer for this attempt.
-        case startTransfer(Attempt)
-        /// Relay the transfer's answer to the client.
-        case relayResponse
-        /// Drop the transfer's answer (a 401 that is replayed or refused).
-        case dropResponse
+        /// Ask the route's provider for a credential; a credential that signs the request
+        /// signs `formBody` with it.
+        case obtainCredential(formBody: [UInt8]?)
+        /// Start a transfer for this attempt, sending `Body`.
+        case startTransfer(Attempt, Body)
+        /// Hand the request body bytes just received to the transfer.
+        case forwardBody
+        /// End the transfer's request body.
+        case endBody
+        /// Send the response head to the client.
+        case relayHead
+        /// Drop the response head (a 401 that is replayed or refused).
+        case dropHead
+        /// Send the response body bytes to the client.
+        case relayBody
+        /// Drop the response body bytes: the transfer goes on at full speed.
+        case dropBody
         /// The answer was relayed whole: finish the client's response.
         case finish
         /// The answer broke off after its head: abort the client connection.
         case abort
         /// Answer the client with this error.
         case answer(ProxyError)
-        /// Invalidate the token the dropped 401 answered, then obtain a credential again.
-        case reauthorize
+        /// Once the dropped answer ended: invalidate the token it refused, then obtain a
+        /// credential again (signing `formBody`, as ``obtainCredential(formBody:)``).
+        case reauthorize(formBody: [UInt8]?)
         /// Stop the transfer in flight.
         case cancelTransfer
     }
@@ -58,8 +90,8 @@ struct ForwardingStateMachine: Sendable {
     private enum State: Sendable, Equatable {
         /// Created; nothing started.
         case idle
-        /// Reading the body to sign; `bytes` read so far.
-        case readingSignedBody(bytes: Int)
+        /// Reading the body to sign.
+        case readingSignedBody
         /// Waiting for the credential of `attempt`.
         case waitingForCredential(Attempt)
         /// A transfer is in flight.
@@ -82,28 +114,30 @@ struct ForwardingStateMachine: Sendable {
     private var state = State.idle
     private var replay: ReplayStateMachine
     private let needsCredential: Bool
+    private let hasBody: Bool
     private let signsBody: Bool
     private let signedBodyLimit: Int
+    /// The request body as far as it is kept: the whole form body to sign, or the client's
+    /// body while ``ReplayStateMachine`` says another attempt may send it.
+    private var kept: [UInt8] = []
     /// What happened so far.
     private(set) var outcome = ForwardingOutcome()
 
     /// `replay` is the rule for further attempts; `needsCredential` whether a provider's
-    /// credential is injected; `signsBody` whether the body is read whole first, at most
-    /// `signedBodyLimit` bytes, because the credential signs it.
-    init(replay: ReplayStateMachine, needsCredential: Bool, signsBody: Bool, signedBodyLimit: Int) {
+    /// credential is injected; `hasBody` whether the request has a body; `signsBody` whether
+    /// it is read whole first, at most `signedBodyLimit` bytes, because the credential signs it.
+    init(
+        replay: ReplayStateMachine,
+        needsCredential: Bool,
+        hasBody: Bool,
+        signsBody: Bool,
+        signedBodyLimit: Int
+    ) {
         self.replay = replay
         self.needsCredential = needsCredential
-        self.signsBody = signsBody
+        self.hasBody = hasBody
+        self.signsBody = signsBody && hasBody
         self.signedBodyLimit = signedBodyLimit
-    }
-
-    /// Whether request body bytes should still be kept for another attempt.
-    var keepsBody: Bool { self.replay.keepsBody }
-
-    /// Whether the answer of the transfer in flight is being dropped.
-    var dropsResponse: Bool {
-        if case .transferring(.dropping) = self.state { return true }
-        return false
     }
 }
 
@@ -113,7 +147,7 @@ extension ForwardingStateMachine {
         switch self.state {
         case .idle:
             if self.signsBody {
-                self.state = .readingSignedBody(bytes: 0)
+                self.state = .readingSignedBody
                 return .readSignedBody
             }
             return self.beginFirstAttempt()
@@ -122,16 +156,17 @@ extension ForwardingStateMachine {
         }
     }
 
-    /// `count` bytes of the body to sign arrived.
-    mutating func signedBodyReceived(_ count: Int) -> Action {
+    /// `bytes` of the body to sign arrived: kept, within the replay buffer.
+    mutating func signedBodyReceived(_ bytes: [UInt8]) -> Action {
         switch self.state {
-        case .readingSignedBody(let bytes):
-            guard bytes + count <= self.signedBodyLimit else {
+        case .readingSignedBody:
+            guard self.kept.count + bytes.count <= self.signedBodyLimit else {
+                self.kept = []
                 self.state = .finished
                 return .refuseSignedBody
             }
-            self.state = .readingSignedBody(bytes: bytes + count)
-            return .keepSignedBody
+            self.kept += bytes
+            return .none
         case .idle, .waitingForCredential, .transferring, .finished:
             return .none
         }
@@ -141,8 +176,8 @@ extension ForwardingStateMachine {
     /// attempt may send it too.
     mutating func signedBodyEnded() -> Action {
         switch self.state {
-        case .readingSignedBody(let bytes):
-            self.replay.bodyReceived(bytes)
+        case .readingSignedBody:
+            self.replay.bodyReceived(self.kept.count)
             self.replay.bodyEnded()
             return self.beginFirstAttempt()
         case .idle, .waitingForCredential, .transferring, .finished:
@@ -150,14 +185,34 @@ extension ForwardingStateMachine {
         }
     }
 
-    /// `count` bytes of the request body arrived from the client (for a transfer).
-    mutating func requestBodyReceived(_ count: Int) {
-        self.replay.bodyReceived(count)
+    /// `bytes` of the request body arrived from the client, for the first attempt's transfer;
+    /// they are kept while another attempt may send them.
+    mutating func requestBodyReceived(_ bytes: [UInt8]) -> Action {
+        if self.replay.keepsBody {
+            self.replay.bodyReceived(bytes.count)
+            if self.replay.keepsBody {
+                self.kept += bytes
+            } else {
+                self.kept = []
+            }
+        }
+        switch self.state {
+        case .transferring:
+            return .forwardBody
+        case .idle, .readingSignedBody, .waitingForCredential, .finished:
+            return .none
+        }
     }
 
     /// The client's request body is complete.
-    mutating func requestBodyEnded() {
+    mutating func requestBodyEnded() -> Action {
         self.replay.bodyEnded()
+        switch self.state {
+        case .transferring:
+            return .endBody
+        case .idle, .readingSignedBody, .waitingForCredential, .finished:
+            return .none
+        }
     }
 
     /// The provider gave a credential; `fetchedForRequest` when it was fetched while this
@@ -168,8 +223,7 @@ extension ForwardingStateMachine {
             if fetchedForRequest {
                 self.outcome.tokenRefreshed = true
             }
-            self.state = .transferring(.awaitingHead)
-            return .startTransfer(attempt)
+            return self.startTransfer(attempt)
         case .idle, .readingSignedBody, .transferring, .finished:
             return .none
         }
@@ -179,8 +233,7 @@ extension ForwardingStateMachine {
     mutating func credentialFailed(_ error: ProxyError) -> Action {
         switch self.state {
         case .waitingForCredential:
-            self.state = .finished
-            return .answer(error)
+            return self.finish(failure: nil, .answer(error))
         case .idle, .readingSignedBody, .transferring, .finished:
             return .none
         }
@@ -191,8 +244,7 @@ extension ForwardingStateMachine {
     mutating func transferFailedToStart(_ error: ProxyError) -> Action {
         switch self.state {
         case .transferring(.awaitingHead):
-            self.state = .finished
-            return .answer(error)
+            return self.finish(failure: nil, .answer(error))
         case .transferring(.relaying), .transferring(.dropping), .idle, .readingSignedBody, .waitingForCredential,
             .finished:
             return .none
@@ -207,17 +259,28 @@ extension ForwardingStateMachine {
         case .transferring(.awaitingHead):
             if status == 401, let refusal {
                 self.state = .transferring(.dropping(refusal: refusal))
-                return .dropResponse
+                return .dropHead
             }
             if self.replay.renews(status), self.replay.unauthorized() == .replay {
                 self.state = .transferring(.dropping(refusal: nil))
-                return .dropResponse
+                return .dropHead
             }
             self.state = .transferring(.relaying)
-            return .relayResponse
+            return .relayHead
         case .transferring(.relaying), .transferring(.dropping), .idle, .readingSignedBody, .waitingForCredential,
             .finished:
             return .none
+        }
+    }
+
+    /// Bytes of the response body arrived: relayed after a relayed head, dropped otherwise.
+    mutating func responseBodyReceived() -> Action {
+        switch self.state {
+        case .transferring(.relaying):
+            return .relayBody
+        case .transferring(.awaitingHead), .transferring(.dropping), .idle, .readingSignedBody, .waitingForCredential,
+            .finished:
+            return .dropBody
         }
     }
 
@@ -234,7 +297,7 @@ extension ForwardingStateMachine {
     }
 
     /// The transfer in flight ended.
-    mutating func transferEnded(_ end: CurlDelivery.End) -> Action {
+    mutating func transferEnded(_ end: TransferEnd) -> Action {
         switch self.state {
         case .transferring(.awaitingHead):
             switch end {
@@ -248,7 +311,7 @@ extension ForwardingStateMachine {
                     return self.finish(failure: Self.failure(error), .answer(error))
                 }
                 self.outcome.resent = true
-                return .startTransfer(.resend)
+                return self.startTransfer(.resend)
             }
         case .transferring(.relaying):
             if case .finish = end {
@@ -262,7 +325,7 @@ extension ForwardingStateMachine {
             }
             self.outcome.replayed = true
             self.state = .waitingForCredential(.replay)
-            return .reauthorize
+            return .reauthorize(formBody: self.formBody)
         case .idle, .readingSignedBody, .waitingForCredential, .finished:
             return .none
         }
@@ -272,31 +335,57 @@ extension ForwardingStateMachine {
     mutating func clientClosed() -> Action {
         switch self.state {
         case .transferring:
-            self.state = .finished
+            self.release()
             return .cancelTransfer
         case .idle, .readingSignedBody, .waitingForCredential:
-            self.state = .finished
+            self.release()
             return .none
         case .finished:
             return .none
         }
     }
 
+    /// The form body a signing credential signs: the kept body, when the request signs one.
+    private var formBody: [UInt8]? {
+        self.signsBody ? self.kept : nil
+    }
+
     private mutating func beginFirstAttempt() -> Action {
         if self.needsCredential {
             self.state = .waitingForCredential(.first)
-            return .obtainCredential
+            return .obtainCredential(formBody: self.formBody)
         }
+        return self.startTransfer(.first)
+    }
+
+    /// Starts `attempt`'s transfer: the first streams the client's body (unless it was read
+    /// whole to sign), a later one sends the kept body, which is let go once no further
+    /// attempt may need it.
+    private mutating func startTransfer(_ attempt: Attempt) -> Action {
         self.state = .transferring(.awaitingHead)
-        return .startTransfer(.first)
+        guard self.hasBody else { return .startTransfer(attempt, .none) }
+        if attempt == .first, !self.signsBody {
+            return .startTransfer(attempt, .fromClient)
+        }
+        let body = self.kept
+        if !self.signsBody, !self.replay.keepsBody {
+            self.kept = []
+        }
+        return .startTransfer(attempt, .kept(body))
     }
 
     private mutating func finish(failure: ForwardingOutcome.UpstreamFailure?, _ action: Action) -> Action {
-        self.state = .finished
+        self.release()
         if let failure {
             self.outcome.upstreamFailure = failure
         }
         return action
+    }
+
+    /// The request is over: nothing is kept.
+    private mutating func release() {
+        self.state = .finished
+        self.kept = []
     }
 
     /// The kind of an upstream failure answered with `error`.

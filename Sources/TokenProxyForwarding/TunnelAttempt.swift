@@ -6,9 +6,11 @@ import TokenProxyServer
 import TokenProxySupport
 import TokenProxyUpstream
 
-/// One upgrade request (`docs/guide/websocket.md`): the credential, the handshake upstream on
-/// a `tp-tunnel` thread, one replay after a 401 with a renewed credential, then either the
-/// tunnel (``TunnelPump``) or the upstream's answer relayed as an ordinary response.
+/// One upgrade request (`docs/guide/websocket.md`): an attempt of the same
+/// ``ForwardingStateMachine`` as a forwarded request, whose transfer is the handshake
+/// upstream on a `tp-tunnel` thread. The machine decides as for any request: the
+/// credential, one replay after a 401 (or a status of `renew_on_status`) with a renewed
+/// credential, the answer relayed; a relayed `101` then becomes the tunnel (``TunnelPump``).
 ///
 /// Confined to the exchange's context. It holds one of the forwarder's tunnel slots from
 /// its start to its end, whatever the way it ends.
@@ -28,9 +30,11 @@ final class TunnelAttempt {
     private let limits: Limits
     private let slots: TunnelSlots
     private let logger: Logger
+    private var machine: ForwardingStateMachine
     private var token: AccessToken?
-    private var replayed = false
+    private var credential: CredentialHeader?
     private var pump: TunnelPump?
+    /// Whether the attempt ended (answered, or the client left): its slot is given back once.
     private var ended = false
     /// Whether a `tp-tunnel` thread is in the handshake: the slot stays taken until it
     /// returns, even when the client left, so `max_tunnels` bounds those threads and their
@@ -45,6 +49,7 @@ final class TunnelAttempt {
         url: String,
         protocols: [String],
         entry: CredentialRegistry.Entry?,
+        machine: ForwardingStateMachine,
         limits: Limits,
         slots: TunnelSlots,
         logger: Logger
@@ -56,6 +61,7 @@ final class TunnelAttempt {
         self.url = url
         self.protocols = protocols
         self.entry = entry
+        self.machine = machine
         self.limits = limits
         self.slots = slots
         self.logger = logger
@@ -63,17 +69,66 @@ final class TunnelAttempt {
 
     private var bound: QueueBound<TunnelAttempt> { QueueBound(self, context: self.exchange.context) }
 
-    /// Starts with the credential. The exchange's `onClose` ends the attempt when the client leaves.
+    /// Starts the request's life. The exchange's `onClose` ends the attempt when the client
+    /// leaves.
     func begin() {
-        self.exchange.onClose = { [self] in self.end() }
-        self.obtainCredential()
+        self.exchange.onClose = { [self] in
+            self.perform(self.machine.clientClosed())
+            self.end()
+        }
+        self.perform(self.machine.start())
+    }
+
+    /// Carries out `action`; `answer` is the handshake's answer when the action concerns it.
+    /// The outcome so far is written to the record first, so that an action that ends the
+    /// exchange is logged with it.
+    private func perform(_ action: ForwardingStateMachine.Action, answer: CurlTunnelHandshake.Answer? = nil) {
+        self.record.outcome = self.machine.outcome
+        switch action {
+        case .none, .readSignedBody, .refuseSignedBody, .forwardBody, .endBody, .cancelTransfer:
+            // An upgrade has no body to read or sign, and a handshake's thread cannot be
+            // stopped: it returns within the connect and first-byte timeouts.
+            break
+        case .obtainCredential:
+            self.obtainCredential()
+        case .startTransfer:
+            self.handshake()
+        case .relayHead:
+            guard let answer else { break }
+            if let tunnel = answer.tunnel {
+                self.exchange.upgrade(answer.head)
+                let pump = TunnelPump(exchange: self.exchange, tunnel: tunnel) { [self] in self.end() }
+                self.pump = pump
+                pump.start(leftover: answer.leftover)
+            } else {
+                self.exchange.sendHead(answer.head)
+            }
+        case .dropHead, .dropBody:
+            answer?.tunnel?.close()
+        case .relayBody:
+            if let body = answer?.body {
+                self.exchange.sendBody(body)
+            }
+        case .finish:
+            self.exchange.finish()
+            self.end()
+        case .abort:
+            self.exchange.abort()
+            self.end()
+        case .answer(let error):
+            self.exchange.respond(to: error)
+            self.end()
+        case .reauthorize:
+            if let token = self.token {
+                self.entry?.source.invalidate(token)
+            }
+            self.logger.info("replaying with a renewed token", metadata: ["route": "\(self.match.route.name)"])
+            self.obtainCredential()
+        }
     }
 
     private func obtainCredential() {
-        guard let entry = self.entry else {
-            self.handshake(credential: nil)
-            return
-        }
+        guard let entry = self.entry else { return }
         let bound = self.bound
         entry.source.token { result in
             bound.executeNowOrLater { $0.credentialArrived(result, entry: entry) }
@@ -82,45 +137,39 @@ final class TunnelAttempt {
 
     private func credentialArrived(_ result: Result<AccessToken, ProxyError>, entry: CredentialRegistry.Entry) {
         guard !self.ended else { return }
-        let header = result.flatMap { token -> Result<CredentialHeader, ProxyError> in
-            self.token = token
-            if let authorizer = entry.requestAuthorizer {
-                return authorizer.authorization(method: self.exchange.head.method, url: self.url, formBody: nil)
-            }
-            return entry.header(for: token)
-        }
-        switch header {
-        case .success(let header):
-            if let obtained = self.token?.obtainedAt, obtained >= self.exchange.startTime {
-                self.record.outcome.tokenRefreshed = true
-            }
-            self.handshake(credential: header)
-        case .failure(var error):
-            error.route = self.match.route.name
-            self.logger.warning(
-                "no credential",
-                metadata: [
-                    "provider": "\(entry.configuration.name)", "error": "\(error.code)", "reason": "\(error.message)",
-                ]
-            )
-            self.answer(error)
+        let request = CredentialRequest(
+            entry: entry,
+            method: self.exchange.head.method,
+            url: self.url,
+            formBody: nil,
+            route: self.match.route.name,
+            logger: self.logger
+        )
+        switch request.credential(from: result) {
+        case .success(let credential):
+            self.token = credential.token
+            self.credential = credential.header
+            let fetched = credential.token.obtainedAt.map { $0 >= self.exchange.startTime } ?? false
+            self.perform(self.machine.credentialObtained(fetchedForRequest: fetched))
+        case .failure(let error):
+            self.perform(self.machine.credentialFailed(error))
         }
     }
 
-    private func handshake(credential: CredentialHeader?) {
+    private func handshake() {
         let route = self.match.route
         let options: CurlRequestSetup.Options
         switch route.upstreamOptions(limits: self.limits) {
         case .success(let made): options = made
         case .failure(let error):
-            self.answer(error)
+            self.perform(self.machine.transferFailedToStart(error))
             return
         }
         let request = UpstreamRequestBuilder.build(
             head: self.exchange.head,
             match: self.match,
             url: self.url,
-            credential: credential,
+            credential: self.credential,
             clientAddress: self.exchange.remoteAddress
         )
         let head = TunnelRequest.head(request, base: self.base, protocols: self.protocols)
@@ -141,6 +190,8 @@ final class TunnelAttempt {
         }
     }
 
+    /// The handshake's answer, fed to the machine as a transfer's: its head, its body (an
+    /// answer other than `101`), and its end, in one batch.
     private func handshakeFinished(_ result: Result<CurlTunnelHandshake.Answer, CurlTunnelHandshake.Failure>) {
         self.handshaking = false
         guard !self.ended else {
@@ -151,54 +202,38 @@ final class TunnelAttempt {
             self.slots.release()
             return
         }
-        let route = self.match.route
         switch result {
         case .failure(let failure):
-            self.record.outcome.upstreamFailure = failure.timedOut ? .timeout : .unreachable
             let error = ProxyError(
                 failure.timedOut ? .upstreamTimeout : .upstreamUnreachable,
                 failure.message,
-                route: route.name
+                route: self.match.route.name
             )
             self.logger.warning("upstream failed", metadata: ["error": "\(error.code)", "reason": "\(error.message)"])
-            self.answer(error)
-        case .success(let answer) where route.renewOnStatus.contains(answer.head.status) && self.replays:
-            // RFC 6750 §3.1: the token was refused (a 401, or a status of `renew_on_status`);
-            // a renewed one is tried once.
-            self.replayed = true
-            self.record.outcome.replayed = true
-            if let token = self.token {
-                self.entry?.source.invalidate(token)
-            }
-            self.logger.info(
-                "replaying with a renewed token",
-                metadata: ["route": "\(route.name)", "upstream.status": "\(answer.head.status)"]
-            )
-            self.obtainCredential()
+            self.perform(self.machine.transferEnded(.fail(error)))
         case .success(let answer):
-            if let tunnel = answer.tunnel {
-                self.exchange.upgrade(answer.head)
-                let pump = TunnelPump(exchange: self.exchange, tunnel: tunnel) { [self] in self.end() }
-                self.pump = pump
-                pump.start(leftover: answer.leftover)
-            } else {
-                var response = HTTPResponse(status: answer.head.status, body: answer.body)
-                response.head = answer.head
-                self.exchange.respond(response)
-                self.end()
+            let status = answer.head.status
+            let refusal = status == 401 ? self.refusal(of: answer.head) : nil
+            self.exchange.batch { _ in
+                self.perform(self.machine.responseHeadReceived(status: status, refusal: refusal), answer: answer)
+                if answer.tunnel != nil {
+                    // The tunnel's bytes are the pump's: the machine's part ends with the head.
+                    return
+                }
+                if !answer.body.isEmpty {
+                    self.perform(self.machine.responseBodyReceived(), answer: answer)
+                }
+                self.perform(self.machine.transferEnded(.finish))
             }
         }
     }
 
-    /// Whether a refusal of the handshake (`renew_on_status`) is replayed once with a renewed
-    /// credential.
-    private var replays: Bool {
-        !self.replayed && self.match.route.retryOn401 && self.entry?.source.canRenew == true
-    }
-
-    private func answer(_ error: ProxyError) {
-        self.exchange.respond(to: error)
-        self.end()
+    /// The error to answer instead of a 401 when the provider says the credential itself was
+    /// refused.
+    private func refusal(of head: HTTPResponseHead) -> ProxyError? {
+        guard var error = self.entry?.requestAuthorizer?.refusal(of: head) else { return nil }
+        error.route = self.match.route.name
+        return error
     }
 
     /// Ends the attempt once: the tunnel closes, and the slot is given back.

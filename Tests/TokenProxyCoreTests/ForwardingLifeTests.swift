@@ -33,30 +33,37 @@ struct ForwardingLifeTests {
         return outcome
     }
 
+    static let error = ForwardingStateMachineTests.self
+    static let noForm = Action.obtainCredential(formBody: nil)
+    static let replay = Action.reauthorize(formBody: nil)
+    static let first = Action.startTransfer(.first, .fromClient)
+    static let firstWithoutBody = Action.startTransfer(.first, .none)
+    static let form = ForwardingStateMachineTests.bytes(6) + ForwardingStateMachineTests.bytes(4)
+
     static let walks: [Walk] = [
         Walk(
             name: "a request answered at once with a token fetched for it",
             machine: { ForwardingStateMachineTests.machine() },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: true), .startTransfer(.first)),
-                (.bodyBytes(3), .none), (.bodyEnd, .none), (.head(200), .relayResponse), (.finished, .finish),
+                (.start, noForm), (.credential(fetched: true), first), (.bodyBytes(3), .forwardBody),
+                (.bodyEnd, .endBody), (.head(200), .relayHead), (.responseBody, .relayBody), (.finished, .finish),
             ],
             outcome: outcome(refreshed: true)
         ),
         Walk(
             name: "a route without a provider starts at once",
             machine: { ForwardingStateMachineTests.machine(credential: false) },
-            steps: [(.start, .startTransfer(.first)), (.head(200), .relayResponse), (.finished, .finish)],
+            steps: [(.start, first), (.head(200), .relayHead), (.finished, .finish)],
             outcome: outcome()
         ),
         Walk(
-            name: "a 401 is dropped and replayed once with a new credential; the second is relayed",
+            name: "a 401 is dropped and replayed once with the same body and a new credential; the second is relayed",
             machine: { ForwardingStateMachineTests.machine() },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)), (.bodyEnd, .none),
-                (.head(401), .dropResponse), (.finished, .reauthorize),
-                (.credential(fetched: true), .startTransfer(.replay)), (.head(401), .relayResponse),
-                (.finished, .finish),
+                (.start, noForm), (.credential(fetched: false), first), (.bodyBytes(3), .forwardBody),
+                (.bodyEnd, .endBody), (.head(401), .dropHead), (.responseBody, .dropBody), (.finished, replay),
+                (.credential(fetched: true), .startTransfer(.replay, .kept(ForwardingStateMachineTests.bytes(3)))),
+                (.head(401), .relayHead), (.responseBody, .relayBody), (.finished, .finish),
             ],
             outcome: outcome(refreshed: true, replayed: true)
         ),
@@ -64,8 +71,8 @@ struct ForwardingLifeTests {
             name: "a 401 while the body still streams is relayed",
             machine: { ForwardingStateMachineTests.machine() },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)),
-                (.bodyBytes(4), .none), (.head(401), .relayResponse), (.finished, .finish),
+                (.start, noForm), (.credential(fetched: false), first), (.bodyBytes(4), .forwardBody),
+                (.head(401), .relayHead), (.finished, .finish),
             ],
             outcome: outcome()
         ),
@@ -73,8 +80,8 @@ struct ForwardingLifeTests {
             name: "a 401 after a body larger than the replay buffer is relayed",
             machine: { ForwardingStateMachineTests.machine() },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)),
-                (.bodyBytes(11), .none), (.bodyEnd, .none), (.head(401), .relayResponse), (.finished, .finish),
+                (.start, noForm), (.credential(fetched: false), first), (.bodyBytes(11), .forwardBody),
+                (.bodyEnd, .endBody), (.head(401), .relayHead), (.finished, .finish),
             ],
             outcome: outcome()
         ),
@@ -82,8 +89,8 @@ struct ForwardingLifeTests {
             name: "a 401 on a route without retry_on_401 is relayed",
             machine: { ForwardingStateMachineTests.machine(replays: false, hasBody: false) },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)),
-                (.head(401), .relayResponse), (.finished, .finish),
+                (.start, noForm), (.credential(fetched: false), firstWithoutBody), (.head(401), .relayHead),
+                (.finished, .finish),
             ],
             outcome: outcome()
         ),
@@ -91,9 +98,8 @@ struct ForwardingLifeTests {
             name: "a 401 the provider refuses is answered with its error",
             machine: { ForwardingStateMachineTests.machine(hasBody: false) },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)),
-                (.refusedHead, .dropResponse), (.finished, .answer(ForwardingStateMachineTests.refusal)),
-                (.credential(fetched: true), .none),
+                (.start, noForm), (.credential(fetched: false), firstWithoutBody), (.refusedHead, .dropHead),
+                (.finished, .answer(error.refusal)), (.credential(fetched: true), .none),
             ],
             outcome: outcome()
         ),
@@ -101,9 +107,8 @@ struct ForwardingLifeTests {
             name: "a lost reused connection is resent once, then answered",
             machine: { ForwardingStateMachineTests.machine(hasBody: false) },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)),
-                (.lostConnection, .startTransfer(.resend)),
-                (.lostConnection, .answer(ForwardingStateMachineTests.lostError)),
+                (.start, noForm), (.credential(fetched: false), firstWithoutBody),
+                (.lostConnection, .startTransfer(.resend, .none)), (.lostConnection, .answer(error.lostError)),
             ],
             outcome: outcome(resent: true, failure: .unreachable)
         ),
@@ -111,8 +116,8 @@ struct ForwardingLifeTests {
             name: "a request that is not idempotent is never resent",
             machine: { ForwardingStateMachineTests.machine(replays: false, idempotent: false) },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)), (.bodyEnd, .none),
-                (.lostConnection, .answer(ForwardingStateMachineTests.lostError)),
+                (.start, noForm), (.credential(fetched: false), first), (.bodyEnd, .endBody),
+                (.lostConnection, .answer(error.lostError)),
             ],
             outcome: outcome(failure: .unreachable)
         ),
@@ -120,19 +125,40 @@ struct ForwardingLifeTests {
             name: "a replay, then a resend of the replay, then an answer",
             machine: { ForwardingStateMachineTests.machine(hasBody: false) },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)),
-                (.head(401), .dropResponse), (.finished, .reauthorize),
-                (.credential(fetched: false), .startTransfer(.replay)), (.lostConnection, .startTransfer(.resend)),
-                (.head(200), .relayResponse), (.finished, .finish),
+                (.start, noForm), (.credential(fetched: false), firstWithoutBody), (.head(401), .dropHead),
+                (.finished, replay), (.credential(fetched: false), .startTransfer(.replay, .none)),
+                (.lostConnection, .startTransfer(.resend, .none)), (.head(200), .relayHead), (.finished, .finish),
             ],
             outcome: outcome(replayed: true, resent: true)
+        ),
+        Walk(
+            name: "a replay and then a resend both send the kept body",
+            machine: { ForwardingStateMachineTests.machine() },
+            steps: [
+                (.start, noForm), (.credential(fetched: false), first), (.bodyBytes(5), .forwardBody),
+                (.bodyEnd, .endBody), (.head(401), .dropHead), (.finished, replay),
+                (.credential(fetched: false), .startTransfer(.replay, .kept(ForwardingStateMachineTests.bytes(5)))),
+                (.lostConnection, .startTransfer(.resend, .kept(ForwardingStateMachineTests.bytes(5)))),
+                (.head(200), .relayHead), (.finished, .finish),
+            ],
+            outcome: outcome(replayed: true, resent: true)
+        ),
+        Walk(
+            name: "a tunnel's handshake is replayed once after a 401, and a lost connection is never resent",
+            machine: { ForwardingStateMachineTests.machine(idempotent: false, hasBody: false) },
+            steps: [
+                (.start, noForm), (.credential(fetched: false), firstWithoutBody), (.head(401), .dropHead),
+                (.finished, replay), (.credential(fetched: false), .startTransfer(.replay, .none)),
+                (.lostConnection, .answer(error.lostError)),
+            ],
+            outcome: outcome(replayed: true, failure: .unreachable)
         ),
         Walk(
             name: "no head in time is a timeout",
             machine: { ForwardingStateMachineTests.machine(hasBody: false) },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)),
-                (.timedOut, .answer(ForwardingStateMachineTests.timeoutError)),
+                (.start, noForm), (.credential(fetched: false), firstWithoutBody),
+                (.timedOut, .answer(error.timeoutError)),
             ],
             outcome: outcome(failure: .timeout)
         ),
@@ -140,8 +166,8 @@ struct ForwardingLifeTests {
             name: "an answer that breaks off after its head aborts the client",
             machine: { ForwardingStateMachineTests.machine(hasBody: false) },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)),
-                (.head(200), .relayResponse), (.aborted, .abort), (.clientClosed, .none),
+                (.start, noForm), (.credential(fetched: false), firstWithoutBody), (.head(200), .relayHead),
+                (.responseBody, .relayBody), (.aborted, .abort), (.clientClosed, .none),
             ],
             outcome: outcome(failure: .aborted)
         ),
@@ -149,8 +175,8 @@ struct ForwardingLifeTests {
             name: "libcurl's own resend is counted",
             machine: { ForwardingStateMachineTests.machine(hasBody: false) },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)),
-                (.head(200), .relayResponse), (.resentByLibcurl, .none), (.finished, .finish),
+                (.start, noForm), (.credential(fetched: false), firstWithoutBody), (.head(200), .relayHead),
+                (.resentByLibcurl, .none), (.finished, .finish),
             ],
             outcome: outcome(resent: true)
         ),
@@ -158,20 +184,21 @@ struct ForwardingLifeTests {
             name: "libcurl's resend of a dropped 401 is not counted",
             machine: { ForwardingStateMachineTests.machine(hasBody: false) },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)),
-                (.head(401), .dropResponse), (.resentByLibcurl, .none), (.finished, .reauthorize),
-                (.clientClosed, .none), (.credential(fetched: false), .none),
+                (.start, noForm), (.credential(fetched: false), firstWithoutBody), (.head(401), .dropHead),
+                (.resentByLibcurl, .none), (.finished, replay), (.clientClosed, .none),
+                (.credential(fetched: false), .none),
             ],
             outcome: outcome(replayed: true)
         ),
         Walk(
-            name: "a signed form body is read whole, then replayed from what was kept",
+            name: "a signed form body is read whole, signed with each credential, and sent by each attempt",
             machine: { ForwardingStateMachineTests.machine(signs: true) },
             steps: [
-                (.start, .readSignedBody), (.signedBytes(6), .keepSignedBody), (.signedBytes(4), .keepSignedBody),
-                (.signedEnd, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)),
-                (.head(401), .dropResponse), (.finished, .reauthorize),
-                (.credential(fetched: false), .startTransfer(.replay)), (.head(200), .relayResponse),
+                (.start, .readSignedBody), (.signedBytes(6), .none), (.signedBytes(4), .none),
+                (.signedEnd, .obtainCredential(formBody: form)),
+                (.credential(fetched: false), .startTransfer(.first, .kept(form))), (.head(401), .dropHead),
+                (.finished, .reauthorize(formBody: form)),
+                (.credential(fetched: false), .startTransfer(.replay, .kept(form))), (.head(200), .relayHead),
                 (.finished, .finish),
             ],
             outcome: outcome(replayed: true)
@@ -180,7 +207,7 @@ struct ForwardingLifeTests {
             name: "a form body to sign larger than the replay buffer is refused",
             machine: { ForwardingStateMachineTests.machine(signs: true) },
             steps: [
-                (.start, .readSignedBody), (.signedBytes(6), .keepSignedBody), (.signedBytes(5), .refuseSignedBody),
+                (.start, .readSignedBody), (.signedBytes(6), .none), (.signedBytes(5), .refuseSignedBody),
                 (.signedBytes(1), .none), (.signedEnd, .none),
             ],
             outcome: outcome()
@@ -188,30 +215,28 @@ struct ForwardingLifeTests {
         Walk(
             name: "a client that leaves during the token wait ends the request",
             machine: { ForwardingStateMachineTests.machine() },
-            steps: [(.start, .obtainCredential), (.clientClosed, .none), (.credential(fetched: true), .none)],
+            steps: [(.start, noForm), (.clientClosed, .none), (.credential(fetched: true), .none)],
             outcome: outcome()
         ),
         Walk(
             name: "a client that leaves during the transfer cancels it",
             machine: { ForwardingStateMachineTests.machine() },
             steps: [
-                (.start, .obtainCredential), (.credential(fetched: false), .startTransfer(.first)),
-                (.clientClosed, .cancelTransfer), (.head(200), .none), (.finished, .none),
+                (.start, noForm), (.credential(fetched: false), first), (.clientClosed, .cancelTransfer),
+                (.head(200), .none), (.responseBody, .dropBody), (.finished, .none),
             ],
             outcome: outcome()
         ),
         Walk(
             name: "a credential that cannot be had is answered",
             machine: { ForwardingStateMachineTests.machine() },
-            steps: [
-                (.start, .obtainCredential), (.credentialFailed, .answer(ForwardingStateMachineTests.credentialError)),
-            ],
+            steps: [(.start, noForm), (.credentialFailed, .answer(error.credentialError))],
             outcome: outcome()
         ),
         Walk(
             name: "a transfer that cannot be set up is answered",
             machine: { ForwardingStateMachineTests.machine(credential: false) },
-            steps: [(.start, .startTransfer(.first)), (.startFailed, .answer(ForwardingStateMachineTests.startError))],
+            steps: [(.start, first), (.startFailed, .answer(error.startError))],
             outcome: outcome()
         ),
     ]

@@ -15,7 +15,7 @@ struct ForwardingStateMachineTests {
         case signedBytes(Int), signedEnd
         case bodyBytes(Int), bodyEnd
         case credential(fetched: Bool), credentialFailed, startFailed
-        case head(Int), refusedHead
+        case head(Int), refusedHead, responseBody
         case resentByLibcurl
         case finished, aborted, unreachable, timedOut, lostConnection
         case clientClosed
@@ -32,6 +32,7 @@ struct ForwardingStateMachineTests {
             case .startFailed: "startFailed"
             case .head(let status): "head(\(status))"
             case .refusedHead: "refusedHead"
+            case .responseBody: "responseBody"
             case .resentByLibcurl: "resentByLibcurl"
             case .finished: "finished"
             case .aborted: "aborted"
@@ -67,6 +68,7 @@ struct ForwardingStateMachineTests {
                 hasBody: hasBody
             ),
             needsCredential: credential,
+            hasBody: hasBody,
             signsBody: signs,
             signedBodyLimit: 10
         )
@@ -75,19 +77,16 @@ struct ForwardingStateMachineTests {
     static func apply(_ event: Event, to machine: inout ForwardingStateMachine) -> Action {
         switch event {
         case .start: return machine.start()
-        case .signedBytes(let count): return machine.signedBodyReceived(count)
+        case .signedBytes(let count): return machine.signedBodyReceived(Self.bytes(count))
         case .signedEnd: return machine.signedBodyEnded()
-        case .bodyBytes(let count):
-            machine.requestBodyReceived(count)
-            return .none
-        case .bodyEnd:
-            machine.requestBodyEnded()
-            return .none
+        case .bodyBytes(let count): return machine.requestBodyReceived(Self.bytes(count))
+        case .bodyEnd: return machine.requestBodyEnded()
         case .credential(let fetched): return machine.credentialObtained(fetchedForRequest: fetched)
         case .credentialFailed: return machine.credentialFailed(Self.credentialError)
         case .startFailed: return machine.transferFailedToStart(Self.startError)
         case .head(let status): return machine.responseHeadReceived(status: status, refusal: nil)
         case .refusedHead: return machine.responseHeadReceived(status: 401, refusal: Self.refusal)
+        case .responseBody: return machine.responseBodyReceived()
         case .resentByLibcurl: return machine.libcurlResent()
         case .finished: return machine.transferEnded(.finish)
         case .aborted: return machine.transferEnded(.abort)
@@ -98,8 +97,19 @@ struct ForwardingStateMachineTests {
         }
     }
 
-    /// A state, how it is reached, and the action each event brings there (`.none` when the
-    /// event is not listed).
+    /// `count` body bytes: 1, 2, 3, … so that what is kept and sent can be told apart.
+    static func bytes(_ count: Int, from first: Int = 1) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: first + $0) }
+    }
+
+    /// What an event brings in a state that does not list it: response bytes nobody relays
+    /// are dropped, so the transfer never waits for them; anything else is ignored.
+    static func unlisted(_ event: Event) -> Action {
+        event == .responseBody ? .dropBody : .none
+    }
+
+    /// A state, how it is reached, and the action each event brings there (``unlisted(_:)``
+    /// when the event is not listed).
     struct StateRow: Sendable {
         let name: String
         let signs: Bool
@@ -109,24 +119,26 @@ struct ForwardingStateMachineTests {
 
     static let allEvents: [Event] = [
         .start, .signedBytes(4), .signedEnd, .bodyBytes(4), .bodyEnd, .credential(fetched: true), .credentialFailed,
-        .startFailed, .head(200), .head(401), .refusedHead, .resentByLibcurl, .finished, .aborted, .unreachable,
+        .startFailed, .head(200), .head(401), .refusedHead, .responseBody, .resentByLibcurl, .finished, .aborted,
+        .unreachable,
         .timedOut, .lostConnection, .clientClosed,
     ]
 
     static let rows: [StateRow] = [
-        StateRow(name: "idle", signs: false, prefix: [], answers: [(.start, .obtainCredential)]),
+        StateRow(name: "idle", signs: false, prefix: [], answers: [(.start, .obtainCredential(formBody: nil))]),
         StateRow(
             name: "reading the body to sign",
             signs: true,
             prefix: [.start],
-            answers: [(.signedBytes(4), .keepSignedBody), (.signedEnd, .obtainCredential)]
+            answers: [(.signedEnd, .obtainCredential(formBody: []))]
         ),
         StateRow(
             name: "waiting for the first credential",
             signs: false,
             prefix: [.start],
             answers: [
-                (.credential(fetched: true), .startTransfer(.first)), (.credentialFailed, .answer(credentialError)),
+                (.credential(fetched: true), .startTransfer(.first, .fromClient)),
+                (.credentialFailed, .answer(credentialError)),
             ]
         ),
         StateRow(
@@ -134,7 +146,8 @@ struct ForwardingStateMachineTests {
             signs: false,
             prefix: [.start, .credential(fetched: false), .bodyEnd, .head(401), .finished],
             answers: [
-                (.credential(fetched: true), .startTransfer(.replay)), (.credentialFailed, .answer(credentialError)),
+                (.credential(fetched: true), .startTransfer(.replay, .kept([]))),
+                (.credentialFailed, .answer(credentialError)),
             ]
         ),
         StateRow(
@@ -142,10 +155,10 @@ struct ForwardingStateMachineTests {
             signs: false,
             prefix: [.start, .credential(fetched: false), .bodyEnd],
             answers: [
-                (.startFailed, .answer(startError)), (.head(200), .relayResponse), (.head(401), .dropResponse),
-                (.refusedHead, .dropResponse), (.finished, .abort), (.aborted, .abort),
-                (.unreachable, .answer(unreachableError)), (.timedOut, .answer(timeoutError)),
-                (.lostConnection, .startTransfer(.resend)), (.clientClosed, .cancelTransfer),
+                (.bodyBytes(4), .forwardBody), (.bodyEnd, .endBody), (.startFailed, .answer(startError)),
+                (.head(200), .relayHead), (.head(401), .dropHead), (.refusedHead, .dropHead), (.finished, .abort),
+                (.aborted, .abort), (.unreachable, .answer(unreachableError)), (.timedOut, .answer(timeoutError)),
+                (.lostConnection, .startTransfer(.resend, .kept([]))), (.clientClosed, .cancelTransfer),
             ]
         ),
         StateRow(
@@ -153,6 +166,7 @@ struct ForwardingStateMachineTests {
             signs: false,
             prefix: [.start, .credential(fetched: false), .head(200)],
             answers: [
+                (.bodyBytes(4), .forwardBody), (.bodyEnd, .endBody), (.responseBody, .relayBody),
                 (.finished, .finish), (.aborted, .abort), (.unreachable, .abort), (.timedOut, .abort),
                 (.lostConnection, .abort), (.clientClosed, .cancelTransfer),
             ]
@@ -162,7 +176,8 @@ struct ForwardingStateMachineTests {
             signs: false,
             prefix: [.start, .credential(fetched: false), .refusedHead],
             answers: [
-                (.finished, .answer(refusal)), (.aborted, .answer(refusal)), (.unreachable, .answer(refusal)),
+                (.bodyBytes(4), .forwardBody), (.bodyEnd, .endBody), (.finished, .answer(refusal)),
+                (.aborted, .answer(refusal)), (.unreachable, .answer(refusal)),
                 (.timedOut, .answer(refusal)), (.lostConnection, .answer(refusal)), (.clientClosed, .cancelTransfer),
             ]
         ),
@@ -171,8 +186,10 @@ struct ForwardingStateMachineTests {
             signs: false,
             prefix: [.start, .credential(fetched: false), .bodyEnd, .head(401)],
             answers: [
-                (.finished, .reauthorize), (.aborted, .reauthorize), (.unreachable, .reauthorize),
-                (.timedOut, .reauthorize), (.lostConnection, .reauthorize), (.clientClosed, .cancelTransfer),
+                (.bodyBytes(4), .forwardBody), (.bodyEnd, .endBody), (.finished, .reauthorize(formBody: nil)),
+                (.aborted, .reauthorize(formBody: nil)), (.unreachable, .reauthorize(formBody: nil)),
+                (.timedOut, .reauthorize(formBody: nil)), (.lostConnection, .reauthorize(formBody: nil)),
+                (.clientClosed, .cancelTransfer),
             ]
         ),
         StateRow(name: "finished", signs: false, prefix: [.start, .credentialFailed], answers: []),
@@ -188,7 +205,7 @@ struct ForwardingStateMachineTests {
 
     static let cells: [Cell] = rows.flatMap { row in
         allEvents.map { event in
-            Cell(row: row, event: event, expected: row.answers.first { $0.0 == event }?.1 ?? .none)
+            Cell(row: row, event: event, expected: row.answers.first { $0.0 == event }?.1 ?? unlisted(event))
         }
     }
 
@@ -223,13 +240,14 @@ struct ForwardingStateMachineTests {
                 hasBody: false
             ),
             needsCredential: true,
+            hasBody: false,
             signsBody: false,
             signedBodyLimit: 10
         )
         _ = machine.start()
         _ = machine.credentialObtained(fetchedForRequest: false)
         #expect(
-            machine.responseHeadReceived(status: status, refusal: nil) == (replayed ? .dropResponse : .relayResponse)
+            machine.responseHeadReceived(status: status, refusal: nil) == (replayed ? .dropHead : .relayHead)
         )
     }
 }

@@ -67,14 +67,21 @@ private final class RelayingSink: CurlResponseSink {
 
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
         self.exchange.executeHereIfIdle(for: self.producer) { exchange in
-            let ending: ExchangeSink.Ending?
-            switch delivery.end {
-            case .finish?: ending = .finish
-            case .abort?: ending = .abort
-            case .fail(let error)?, .lostReusedConnection(let error)?: ending = .answer(error)
-            case nil: ending = nil
+            exchange.batch { exchange in
+                if let head = delivery.head {
+                    exchange.sendHead(head)
+                }
+                for part in delivery.body {
+                    exchange.sendBody(part)
+                }
+                switch delivery.end {
+                case .finish?: exchange.finish()
+                case .abort?: exchange.abort()
+                case .fail(let error)?, .lostReusedConnection(let error)?: exchange.respond(to: error)
+                case nil: break
+                }
             }
-            ExchangeSink.relay(delivery, ending: ending, from: transfer, to: exchange)
+            transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
         }
     }
 

@@ -1,0 +1,46 @@
+import Logging
+import TokenProxyCredentials
+import TokenProxySupport
+
+/// The credential one attempt of a request (forwarded, or a tunnel's handshake) is sent
+/// with, made from the token its provider gave: the token formatted, or for a provider that
+/// signs each request, its signature over the method, the URL and a form body. A failure
+/// (no token, or no signature) is logged here, once for both kinds of request.
+struct CredentialRequest {
+    /// A token and the header made from it.
+    struct Credential {
+        let token: AccessToken
+        let header: CredentialHeader
+    }
+
+    let entry: CredentialRegistry.Entry
+    let method: String
+    let url: String
+    /// A form body the signature covers (RFC 5849 §3.4.1.3.1).
+    let formBody: [UInt8]?
+    let route: String
+    let logger: Logger
+
+    /// The credential made from `result`, or the error the client is answered with.
+    func credential(from result: Result<AccessToken, ProxyError>) -> Result<Credential, ProxyError> {
+        let made = result.flatMap { token in
+            self.header(for: token).map { Credential(token: token, header: $0) }
+        }
+        guard case .failure(var error) = made else { return made }
+        error.route = self.route
+        self.logger.warning(
+            "no credential",
+            metadata: [
+                "provider": "\(self.entry.configuration.name)", "error": "\(error.code)", "reason": "\(error.message)",
+            ]
+        )
+        return .failure(error)
+    }
+
+    private func header(for token: AccessToken) -> Result<CredentialHeader, ProxyError> {
+        if let authorizer = self.entry.requestAuthorizer {
+            return authorizer.authorization(method: self.method, url: self.url, formBody: self.formBody)
+        }
+        return self.entry.header(for: token)
+    }
+}
