@@ -8,28 +8,26 @@ import TokenProxyUpstream
 /// that does not take its bytes stops the other from being read. Each side's end is passed
 /// on as a half-close; the tunnel ends when both have ended, or when either fails.
 ///
-/// The client connection keeps the tunnel's idle deadline and its send deadline; the pump
-/// keeps no timer.
+/// The pump keeps the bytes and does the I/O; every decision is its
+/// ``TunnelPumpStateMachine``'s, whose actions it carries out. The client connection keeps
+/// the tunnel's idle deadline and its send deadline; the pump keeps no timer.
 final class TunnelPump {
-    /// Bytes from the client waiting for the upstream above which the client is not read.
-    static let pendingMark = 256 * 1024
     /// The most received from the upstream in one call.
     static let receiveSize = 64 * 1024
+    /// The most handed to `curl_easy_send` in one call.
+    static let sendSize = 16 * 1024
 
     private let exchange: HTTPExchange
     private let tunnel: CurlTunnel
     private let onEnd: () -> Void
+    /// Both directions' state; every decision is its.
+    private var machine = TunnelPumpStateMachine()
     /// The client's bytes not yet handed to libcurl.
     private var pending = ByteQueue(compactionThreshold: 64 * 1024)
     /// Bytes handed to `curl_easy_send` that it could not take yet: sent again as they are,
     /// as TLS requires.
     private var inFlight: [UInt8] = []
     private var receiveBuffer = [UInt8](repeating: 0, count: TunnelPump.receiveSize)
-    private var clientPaused = false
-    private var clientEnded = false
-    private var upstreamEnded = false
-    private var waitingForUpstreamWritable = false
-    private var closed = false
 
     init(exchange: HTTPExchange, tunnel: CurlTunnel, onEnd: @escaping () -> Void) {
         self.exchange = exchange
@@ -39,52 +37,106 @@ final class TunnelPump {
 
     /// Starts both directions; `leftover` came after the upstream's `101` head.
     func start(leftover: [UInt8]) {
-        let bound = QueueBound(WeakReference(self), context: self.exchange.context)
-        self.tunnel.start(queue: self.exchange.context.queue) { event in
-            bound.execute { reference in
-                guard let pump = reference.object else { return }
+        let context = self.exchange.context
+        let bound = QueueBound(WeakReference(self), context: context)
+        // The sources report on the connection's queue: the pump runs there at once, holding
+        // the context as the client socket's events do (`HTTPConnection.start()`).
+        self.tunnel.start(queue: context.queue) { event in
+            context.run {
+                guard let pump = bound.value.object else { return }
                 switch event {
-                case .readable: pump.receiveFromUpstream()
-                case .writable: pump.sendToUpstream()
+                case .readable: pump.perform(pump.machine.upstreamReadable())
+                case .writable: pump.perform(pump.machine.upstreamWritable())
                 }
             }
         }
-        self.exchange.onWritable = { [weak self] in self?.receiveFromUpstream() }
+        self.exchange.onWritable = { [weak self] in
+            guard let self else { return }
+            self.perform(self.machine.clientWritable())
+        }
         if !leftover.isEmpty {
             self.exchange.sendBody(leftover)
         }
         self.exchange.readBody { [weak self] event in self?.clientSent(event) }
         // libcurl may hold decrypted bytes already: read before waiting for the socket.
-        self.receiveFromUpstream()
+        self.perform(self.machine.upstreamReadable())
     }
 
     /// Closes the upstream side; the exchange is left to its owner.
     func close() {
-        guard !self.closed else { return }
-        self.closed = true
-        self.exchange.onWritable = nil
-        self.tunnel.close()
+        self.perform(self.machine.close())
     }
 
-    // MARK: Client to upstream
-
     private func clientSent(_ event: RequestBodyEvent) {
-        guard !self.closed else { return }
         switch event {
         case .bytes(let bytes):
             self.pending.append(contentsOf: bytes)
+            self.perform(self.machine.clientBytesQueued())
         case .end:
-            self.clientEnded = true
+            self.perform(self.machine.clientEnded())
         }
-        self.sendToUpstream()
     }
 
+    // MARK: Carrying out the actions
+
+    /// Carries out one action of the state machine.
+    private func perform(_ action: TunnelPumpStateMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .send:
+            self.sendToUpstream()
+        case .receive:
+            self.receiveFromUpstream()
+        case .watchWritable(let pauseClient):
+            self.tunnel.resumeWriting()
+            if pauseClient {
+                self.exchange.pauseBody()
+            }
+        case .pauseClient:
+            self.exchange.pauseBody()
+        case .resumeClient:
+            self.exchange.resumeBody()
+        case .stopWatchingWritable(let resumeClient):
+            self.tunnel.suspendWriting()
+            if resumeClient {
+                self.exchange.resumeBody()
+            }
+        case .shutUpstreamSending(let stopWatchingWritable, let finish):
+            if stopWatchingWritable {
+                self.tunnel.suspendWriting()
+            }
+            self.tunnel.shutdownSending()
+            if finish {
+                self.finish()
+            }
+        case .watchReadable:
+            self.tunnel.resumeReading()
+        case .stopWatchingReadable:
+            self.tunnel.suspendReading()
+        case .endClientOutput(let stopWatchingReadable, let finish):
+            if stopWatchingReadable {
+                self.tunnel.suspendReading()
+            }
+            self.exchange.endTunnelOutput()
+            if finish {
+                self.finish()
+            }
+        case .abort:
+            self.closeUpstream()
+            self.exchange.abort()
+            self.onEnd()
+        case .close:
+            self.closeUpstream()
+        }
+    }
+
+    /// Hands the client's bytes to libcurl until it takes no more or none are left.
     private func sendToUpstream() {
-        guard !self.closed else { return }
         while true {
             if self.inFlight.isEmpty {
                 guard !self.pending.isEmpty else { break }
-                let count = min(self.pending.count, 16_384)
+                let count = min(self.pending.count, Self.sendSize)
                 self.inFlight = self.pending.withUnsafeReadableBytes { Array($0.prefix(count)) }
                 self.pending.consume(count)
             }
@@ -93,46 +145,18 @@ final class TunnelPump {
             case .done(let count):
                 self.inFlight.removeFirst(min(count, self.inFlight.count))
             case .wouldBlock:
-                self.waitForUpstreamWritable(true)
-                self.pauseClient(self.pending.count >= Self.pendingMark)
+                self.perform(self.machine.sendWouldBlock(queued: self.pending.count))
                 return
             case .ended, .failed:
-                self.fail()
+                self.perform(self.machine.upstreamFailed())
                 return
             }
         }
-        self.waitForUpstreamWritable(false)
-        self.pauseClient(false)
-        if self.clientEnded {
-            self.tunnel.shutdownSending()
-            self.endIfBothEnded()
-        }
+        self.perform(self.machine.sendDrained())
     }
 
-    private func waitForUpstreamWritable(_ wait: Bool) {
-        guard wait != self.waitingForUpstreamWritable else { return }
-        self.waitingForUpstreamWritable = wait
-        if wait {
-            self.tunnel.resumeWriting()
-        } else {
-            self.tunnel.suspendWriting()
-        }
-    }
-
-    private func pauseClient(_ pause: Bool) {
-        guard pause != self.clientPaused else { return }
-        self.clientPaused = pause
-        if pause {
-            self.exchange.pauseBody()
-        } else {
-            self.exchange.resumeBody()
-        }
-    }
-
-    // MARK: Upstream to client
-
+    /// Hands the upstream's bytes to the client for as long as it takes them.
     private func receiveFromUpstream() {
-        guard !self.closed, !self.upstreamEnded else { return }
         while self.exchange.isWritable {
             let tunnel = self.tunnel
             let outcome = self.receiveBuffer.withUnsafeMutableBytes { tunnel.receive(into: $0) }
@@ -140,36 +164,30 @@ final class TunnelPump {
             case .done(let count):
                 self.exchange.sendBody(self.receiveBuffer[0..<count])
             case .wouldBlock:
-                self.tunnel.resumeReading()
+                self.perform(self.machine.receiveWouldBlock())
                 return
             case .ended:
-                self.upstreamEnded = true
-                self.tunnel.suspendReading()
-                self.exchange.endTunnelOutput()
-                self.endIfBothEnded()
+                self.perform(self.machine.upstreamEnded())
                 return
             case .failed:
-                self.fail()
+                self.perform(self.machine.upstreamFailed())
                 return
             }
         }
-        // The client is slow: the upstream is not read until it took its bytes (`onWritable`).
-        self.tunnel.suspendReading()
+        // The client is slow (or gone): the upstream is not read until it took its bytes.
+        self.perform(self.machine.clientFull())
     }
 
-    // MARK: The end
-
-    private func endIfBothEnded() {
-        guard self.clientEnded, self.upstreamEnded, self.pending.isEmpty, self.inFlight.isEmpty else { return }
-        self.close()
+    /// Both sides ended: the tunnel is over.
+    private func finish() {
+        self.closeUpstream()
         self.exchange.finish()
         self.onEnd()
     }
 
-    private func fail() {
-        self.close()
-        self.exchange.abort()
-        self.onEnd()
+    private func closeUpstream() {
+        self.exchange.onWritable = nil
+        self.tunnel.close()
     }
 }
 

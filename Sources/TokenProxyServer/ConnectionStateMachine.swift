@@ -40,20 +40,36 @@ struct ConnectionStateMachine: Sendable {
     /// send deadline runs).
     private(set) var isWaitingForWritable = false
 
-    /// An upgraded connection's state.
+    /// An upgraded connection's state: the exchange's reading, and each direction's end.
     struct Tunnel: Sendable, Equatable {
+        /// The client's sending side.
+        enum Input: Sendable, Equatable {
+            /// Open.
+            case open
+            /// Closed (read returned 0); the exchange was not told yet.
+            case ended
+            /// Closed, and the exchange was told, once.
+            case endDelivered
+        }
+
+        /// Our sending side.
+        enum Output: Sendable, Equatable {
+            /// Open.
+            case open
+            /// The other side ended: ours shuts once the output drained.
+            case endsWhenDrained
+            /// Shut.
+            case shut
+        }
+
         /// The exchange asked for the client's bytes.
         var reading = false
-        /// The client closed its sending side.
-        var inputEnded = false
-        /// The exchange was told of that end.
-        var endDelivered = false
-        /// The other side ended: our sending side shuts once the output drained.
-        var outputEnded = false
-        /// Our sending side is shut.
-        var outputShut = false
         /// The exchange paused the client's bytes (the other side is slow to take them).
         var paused = false
+        /// How far the client's end got.
+        var input = Input.open
+        /// How far the other side's end got.
+        var output = Output.open
     }
 
     /// Whether the connection is between exchanges with no byte of a next request received.
@@ -171,7 +187,9 @@ struct ConnectionStateMachine: Sendable {
         case .tunnel(var tunnel):
             // A half-close: the exchange passes it on and ends the tunnel when both sides
             // have ended.
-            tunnel.inputEnded = true
+            if tunnel.input == .open {
+                tunnel.input = .ended
+            }
             self.state = .tunnel(tunnel)
             return .deliverTunnelInput
         case .lingering:
@@ -229,7 +247,7 @@ struct ConnectionStateMachine: Sendable {
     mutating func upgraded() -> Action {
         guard case .exchange = self.state else { return .none }
         var tunnel = Tunnel()
-        tunnel.inputEnded = self.inputClosed
+        tunnel.input = self.inputClosed ? .ended : .open
         self.state = .tunnel(tunnel)
         return .arm(.tunnel)
     }
@@ -237,10 +255,9 @@ struct ConnectionStateMachine: Sendable {
     /// Whether the client's end of input is due to the exchange now: it ended, the exchange
     /// reads, and it was not delivered yet. Marks it delivered.
     mutating func takeTunnelInputEnd() -> Bool {
-        guard case .tunnel(var tunnel) = self.state, tunnel.reading, !tunnel.paused, tunnel.inputEnded,
-            !tunnel.endDelivered
+        guard case .tunnel(var tunnel) = self.state, tunnel.reading, !tunnel.paused, tunnel.input == .ended
         else { return false }
-        tunnel.endDelivered = true
+        tunnel.input = .endDelivered
         self.state = .tunnel(tunnel)
         return true
     }
@@ -248,8 +265,8 @@ struct ConnectionStateMachine: Sendable {
     /// The tunnel's other side sent its last byte: once the output drained, our sending side
     /// is shut (a half-close passed on), and the client may go on sending.
     mutating func tunnelOutputEnded() -> Action {
-        guard case .tunnel(var tunnel) = self.state, !tunnel.outputEnded else { return .none }
-        tunnel.outputEnded = true
+        guard case .tunnel(var tunnel) = self.state, tunnel.output == .open else { return .none }
+        tunnel.output = .endsWhenDrained
         self.state = .tunnel(tunnel)
         return .shutdownOutputWhenDrained
     }
@@ -336,7 +353,7 @@ struct ConnectionStateMachine: Sendable {
         case .exchange(let exchange) where exchange.pausesReading:
             wanted = false
         case .tunnel(let tunnel):
-            wanted = !tunnel.inputEnded && !tunnel.paused && !inputBufferFull
+            wanted = tunnel.input == .open && !tunnel.paused && !inputBufferFull
         case .awaitingHead, .exchange, .closing:
             wanted = !self.inputClosed && !inputBufferFull
         case .closed:
@@ -381,8 +398,8 @@ struct ConnectionStateMachine: Sendable {
             // The other side's end goes out once everything before it did, once.
             let waiting = self.isWaitingForWritable
             self.isWaitingForWritable = false
-            if tunnel.outputEnded, !tunnel.outputShut {
-                tunnel.outputShut = true
+            if tunnel.output == .endsWhenDrained {
+                tunnel.output = .shut
                 self.state = .tunnel(tunnel)
                 return .shutdownOutput(stopWaitingForWritable: waiting)
             }

@@ -105,7 +105,10 @@ package final class CurlTunnel: @unchecked Sendable {
     // MARK: Readiness
 
     /// Creates the sources on `queue` (suspended until ``resumeReading()`` and
-    /// ``resumeWriting()``), reporting to `handler`.
+    /// ``resumeWriting()``), reporting to `handler` on that queue. The queue is the client
+    /// connection's: the handler takes the connection's context where it runs
+    /// (``SerialContext/run(_:)``), as the client socket's events do, rather than queueing
+    /// a second block behind each report.
     package func start(queue: DispatchQueue, _ handler: @escaping @Sendable (Event) -> Void) {
         guard !self.closed, self.readSource == nil else { return }
         let readSource = DispatchSource.makeReadSource(fileDescriptor: self.socket, queue: queue)

@@ -71,6 +71,29 @@ struct TunnelStateMachineTests {
         #expect(step14)
     }
 
+    @Test func anEndBeforeTheUpgradeLeavesNoTunnel() {
+        var machine = ConnectionStateMachine()
+        _ = machine.accepted()
+        _ = machine.headReceived(keepAlive: true, hasBody: false)
+        let ended = machine.inputEnded()
+        #expect(ended == .closeNow)
+        let upgrade = machine.upgraded()
+        #expect(upgrade == .none)
+        #expect(!machine.isTunnel)
+    }
+
+    @Test func theClientsEndStaysDeliveredWhenReportedAgain() {
+        var machine = self.upgraded()
+        _ = machine.bodyRequested()
+        _ = machine.inputEnded()
+        let first = machine.takeTunnelInputEnd()
+        #expect(first)
+        let again = machine.inputEnded()
+        #expect(again == .deliverTunnelInput)
+        let second = machine.takeTunnelInputEnd()
+        #expect(!second, "delivered once")
+    }
+
     @Test func theOtherSidesEndShutsOurSendingSideOnceTheOutputDrained() {
         var machine = self.upgraded()
         let step15 = machine.writeWouldBlock()
