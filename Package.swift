@@ -116,6 +116,18 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
+// Release builds leave out the run-time exclusivity checks in the project's own code
+// (`docs/performance.md`, "Designs measured"): every mutable field is confined to one
+// context or behind a lock, so an overlapping access is a programming error that the debug
+// builds, which every test runs, still stop at. In release builds the checks cost about 8,000
+// instructions a request.
+for target in package.targets where target.type != .system && target.type != .test && !target.name.hasPrefix("C") {
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))
+        ]
+}
+
 // The libFuzzer targets over the parsers of outside input (`fuzz/README.md`). They exist only
 // when `fuzz/run.sh` builds with TOKENPROXY_FUZZ=1 and the fuzzer sanitizer, which supplies
 // their `main`; in the same package, they reach the layers' package and internal parsers.
