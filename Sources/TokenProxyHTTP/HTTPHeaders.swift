@@ -112,6 +112,37 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
         self.removeAll { Self.name($0, equals: name) }
     }
 
+    /// Removes every field for whose name and value `shouldRemove` is true, in one pass.
+    package mutating func removeAll(
+        where shouldRemove: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Bool
+    ) {
+        let bytes = self.bytes
+        bytes.withUnsafeBufferPointer { buffer in
+            self.spans.removeAll { shouldRemove($0.name(in: buffer), $0.value(in: buffer)) }
+        }
+    }
+
+    /// Gives each field for which `transform` returns a value that value instead; the field
+    /// keeps its name and its place in the list.
+    package mutating func replaceValues(
+        _ transform: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> String?
+    ) {
+        var replacements: [(index: Int, value: String)] = []
+        self.bytes.withUnsafeBufferPointer { buffer in
+            for (index, span) in self.spans.enumerated() {
+                if let value = transform(span.name(in: buffer), span.value(in: buffer)) {
+                    replacements.append((index, value))
+                }
+            }
+        }
+        for (index, value) in replacements {
+            let start = self.bytes.count
+            self.bytes.append(contentsOf: value.utf8)
+            self.spans[index].valueStart = start
+            self.spans[index].valueEnd = self.bytes.count
+        }
+    }
+
     /// Removes every field for whose name `shouldRemove` is true, in one pass.
     package mutating func removeAll(named shouldRemove: (UnsafeBufferPointer<UInt8>) -> Bool) {
         let bytes = self.bytes

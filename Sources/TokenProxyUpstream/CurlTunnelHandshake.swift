@@ -108,9 +108,10 @@ package enum CurlTunnelHandshake {
             case .invalid: throw Failure(timedOut: false, message: "the upstream's answer head is not valid HTTP")
             }
         }
+        let upgrade = parser.value(of: "upgrade")
         var head = parser.head(requestIsHead: isHead, rewriteLocation: nil)
         if head.status == 101 {
-            guard let protocols = parser.value(of: "upgrade"), HTTPGrammar.isValidFieldValue(Array(protocols.utf8))
+            guard let protocols = upgrade, HTTPGrammar.isValidFieldValue(Array(protocols.utf8))
             else {
                 throw Failure(timedOut: false, message: "the upstream switched protocols without naming one")
             }

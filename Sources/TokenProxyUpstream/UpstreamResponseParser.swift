@@ -112,9 +112,12 @@ struct UpstreamResponseParser: Sendable {
         return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
     }
 
-    /// The head to send to the client. `rewriteLocation`, when given, maps a `Location` value
-    /// (the proxy's routes know how upstream URLs map back onto the proxy).
-    func head(requestIsHead: Bool, rewriteLocation: (@Sendable (String) -> String)?) -> HTTPResponseHead {
+    /// The head to send to the client, made from the final head's fields in place: they
+    /// are handed over, and the parser keeps none (read ``value(of:)`` first). Its framing
+    /// (``framingProblem``, ``hasTransferEncoding``, ``declaredLength``) stays known.
+    /// `rewriteLocation`, when given, maps a `Location` value (the proxy's routes know how
+    /// upstream URLs map back onto the proxy).
+    mutating func head(requestIsHead: Bool, rewriteLocation: (@Sendable (String) -> String)?) -> HTTPResponseHead {
         let status = self.status ?? 502
         // Field names the upstream's Connection header lists are hop-by-hop too (RFC 9110
         // §7.6.1). Most answers list only `keep-alive`, itself hop-by-hop, and the set of other
@@ -135,19 +138,22 @@ struct UpstreamResponseParser: Sendable {
         if !self.hasTransferEncoding, case .length(let length) = self.declaredLength {
             contentLength = length
         }
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(self.fields.count)
-        self.fields.forEachField { name, value in
-            guard !Self.hopByHop.contains(name), HTTPGrammar.isValidFieldValue(value),
-                listed.isEmpty || !listed.contains(ASCII.lowercased(name))
-            else { return }
-            // A Location that is not UTF-8 cannot name the upstream's origin; it goes on as it came.
-            if let rewriteLocation, HTTPHeaders.name(name, equals: "location"),
-                let location = String(validating: value, as: UTF8.self)
-            {
-                headers.add(name: String(decoding: name, as: UTF8.self), value: rewriteLocation(location))
-            } else {
-                headers.add(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value))
+        self.framing = self.currentFraming
+        // Handed over whole, so that the fields are filtered where they are, not copied.
+        var headers = self.fields
+        self.fields = HTTPHeaders()
+        headers.removeAll { name, value in
+            Self.hopByHop.contains(name) || !HTTPGrammar.isValidFieldValue(value)
+                || (!listed.isEmpty && listed.contains(ASCII.lowercased(name)))
+        }
+        if let rewriteLocation {
+            headers.replaceValues { name, value in
+                // A Location that is not UTF-8 cannot name the upstream's origin; it goes on
+                // as it came.
+                guard HTTPHeaders.name(name, equals: "location"),
+                    let location = String(validating: value, as: UTF8.self)
+                else { return nil }
+                return rewriteLocation(location)
             }
         }
         var head = HTTPResponseHead(status: status, reason: self.reason, headers: headers)

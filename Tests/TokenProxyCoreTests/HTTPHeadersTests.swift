@@ -35,6 +35,16 @@ struct HTTPHeadersTests {
         #expect(headers == HTTPHeaders())
     }
 
+    @Test func aReplacedValueKeepsItsFieldsNameAndPlace() {
+        var headers = HTTPHeaders([("A", "1"), ("Location", "/old"), ("B", "2"), ("location", "/other")])
+        headers.replaceValues { name, value in
+            HTTPHeaders.name(name, equals: "location") ? "/new" + String(decoding: value, as: UTF8.self) : nil
+        }
+        #expect(headers == HTTPHeaders([("A", "1"), ("Location", "/new/old"), ("B", "2"), ("location", "/new/other")]))
+        headers.removeAll { _, value in value.first == UInt8(ascii: "/") }
+        #expect(headers == HTTPHeaders([("A", "1"), ("B", "2")]))
+    }
+
     @Test func fieldsAddedAsBytesEqualFieldsAddedAsStrings() {
         #expect(self.bytes("Accept", Array("text/plain".utf8)) == HTTPHeaders([("Accept", "text/plain")]))
         #expect(self.bytes("Accept", Array("text/plain".utf8)) != HTTPHeaders([("accept", "text/plain")]))

@@ -72,6 +72,22 @@ struct UpstreamResponseParserTests {
         #expect(value == Array("https://api.example.com/v3/caf".utf8) + [0xE9])
     }
 
+    @Test func aRewrittenLocationKeepsItsPlaceAndTheFramingStaysKnownAfterTheHead() throws {
+        var parser = UpstreamResponseParser()
+        for line in ["HTTP/1.1 302 Found", "X-A: 1", "Location: https://api.example.com/v3/x", "X-B: 2"] {
+            #expect(parser.line(line + "\r\n") == .pending)
+        }
+        #expect(parser.line("Content-Length: 5\r\n") == .pending)
+        #expect(parser.line("\r\n") == .complete)
+        let head = parser.head(requestIsHead: false) { _ in "/proxied/x" }
+        #expect(head.headers == HTTPHeaders([("X-A", "1"), ("Location", "/proxied/x"), ("X-B", "2")]))
+        #expect(head.contentLength == 5)
+        // The fields were handed over; what the parser read of the framing was not.
+        #expect(parser.value(of: "x-a") == nil)
+        #expect(parser.declaredLength == .length(5))
+        #expect(parser.framingProblem == nil)
+    }
+
     @Test func aFoldedLineIsJoinedAndAValueWithAControlCharacterDropped() throws {
         let head = try self.parse(["HTTP/1.1 200 OK", "X-Folded: one", " \t two ", "X-Bad: a\u{01}b", "X-Kept: yes"])
         #expect(head.headers == HTTPHeaders([("X-Folded", "one two"), ("X-Kept", "yes")]))

@@ -55,7 +55,9 @@ public func fuzzResponseHead(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
             if result == .invalid { return 0 }
             if result == .complete {
                 for requestIsHead in [false, true] {
-                    let head = parser.head(requestIsHead: requestIsHead, rewriteLocation: nil)
+                    // `head` hands the fields over: each reading gets its own copy.
+                    var reading = parser
+                    let head = reading.head(requestIsHead: requestIsHead, rewriteLocation: nil)
                     for version in [HTTPVersion.http1_1, .http1_0] {
                         var encoder = ResponseEncoder()
                         var keepAlive = true
