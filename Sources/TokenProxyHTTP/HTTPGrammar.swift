@@ -114,7 +114,8 @@ package enum HTTPGrammar {
         return value.withUTF8(Self.isValidHost(bytes:))
     }
 
-    private static func isValidHost(bytes all: UnsafeBufferPointer<UInt8>) -> Bool {
+    /// The same rule over the value's bytes.
+    static func isValidHost(bytes all: UnsafeBufferPointer<UInt8>) -> Bool {
         var bytes = all[...]
         guard let first = bytes.first else { return false }
         if first == UInt8(ascii: "[") {
@@ -141,23 +142,31 @@ package enum HTTPGrammar {
     /// unreserved / pct-encoded / sub-delims (RFC 3986 §3.2.2), by byte.
     private static let regNameCharacters = Self.byteTable(lettersDigitsAnd: "-._~%!$&'()*+,;=")
 
-    /// The single length named by every Content-Length field and list element; differing
-    /// values, non-digits and overflow are errors (RFC 9112 §6.3 rule 5). Reads the values'
-    /// bytes in place: this runs for every answer with a length and every request with a body.
-    package static func contentLength(_ values: [String]) -> Result<Int64, ProxyError> {
+    /// The single length named by every `Content-Length` field of `headers` and each
+    /// element of their lists, or nil without such a field; differing values, non-digits and
+    /// overflow are errors (RFC 9112 §6.3 rule 5). Reads the fields' bytes where they lie:
+    /// this runs for every answer with a length and every request with a body.
+    package static func contentLength(in headers: HTTPHeaders) -> Result<Int64, ProxyError>? {
         var length: Int64?
-        for value in values {
+        var found = false
+        var failure: ProxyError?
+        headers.forEachField { name, value in
+            guard failure == nil, HTTPHeaders.name(name, equals: "content-length") else { return }
+            found = true
             var element = ContentLengthElement()
-            for byte in value.utf8 {
+            for byte in value {
                 if byte == UInt8(ascii: ",") {
-                    if let failure = element.end(into: &length) { return .failure(failure) }
+                    failure = element.end(into: &length)
+                    if failure != nil { return }
                     element = ContentLengthElement()
                 } else {
                     element.add(byte)
                 }
             }
-            if let failure = element.end(into: &length) { return .failure(failure) }
+            failure = element.end(into: &length)
         }
+        guard found else { return nil }
+        if let failure { return .failure(failure) }
         guard let length else { return .failure(ProxyError(.badRequest, "invalid Content-Length")) }
         return .success(length)
     }

@@ -46,31 +46,37 @@ extension HTTPRequestParser {
         let version = partial.version
 
         // RFC 9112 §3.2: an HTTP/1.1 request carries exactly one Host; more is never valid.
-        let hosts = headers.values("Host")
-        if hosts.count > 1 || (version == .http1_1 && hosts.count != 1) {
+        var hosts = 0
+        var validHost = true
+        headers.forEachField { name, value in
+            guard HTTPHeaders.name(name, equals: "host") else { return }
+            hosts += 1
+            validHost = validHost && HTTPGrammar.isValidHost(bytes: value)
+        }
+        if hosts > 1 || (version == .http1_1 && hosts != 1) {
             return self.fail(.badRequest, "an HTTP/1.1 request needs exactly one Host header")
         }
-        if let host = hosts.first, !HTTPGrammar.isValidHost(host) {
+        if !validHost {
             return self.fail(.badRequest, "invalid Host header")
         }
 
         var framing = RequestFraming.none
-        let contentLengths = headers.values("Content-Length")
+        let contentLength = HTTPGrammar.contentLength(in: headers)
         if headers.contains("Transfer-Encoding") {
             // RFC 9112 §6.1: HTTP/1.0 has no chunked coding; the framing is faulty.
             guard version == .http1_1 else {
                 return self.fail(.badRequest, "Transfer-Encoding in an HTTP/1.0 request")
             }
             // RFC 9112 §6.3 rule 3: both present is a smuggling vector; reject, never guess.
-            guard contentLengths.isEmpty else {
+            guard contentLength == nil else {
                 return self.fail(.badRequest, "both Content-Length and Transfer-Encoding")
             }
             guard headers.tokens("Transfer-Encoding") == ["chunked"] else {
                 return self.fail(.badRequest, "unsupported Transfer-Encoding (only chunked is accepted)")
             }
             framing = .chunked
-        } else if !contentLengths.isEmpty {
-            switch HTTPGrammar.contentLength(contentLengths) {
+        } else if let contentLength {
+            switch contentLength {
             case .failure(let error):
                 self.state = .failed(error)
                 return (.yield(.failed(error)), 0)

@@ -193,7 +193,7 @@ struct UpstreamResponseParser: Sendable {
     }
 
     /// The length the `Content-Length` fields declare, each field possibly a list; parsed
-    /// by the same rule as a request's (``HTTPGrammar/contentLength(_:)``).
+    /// by the same rule as a request's (``HTTPGrammar/contentLength(in:)``).
     var declaredLength: DeclaredLength {
         self.currentFraming.declaredLength
     }
@@ -225,22 +225,18 @@ struct UpstreamResponseParser: Sendable {
         var declaredLength = DeclaredLength.absent
 
         init(_ fields: HTTPHeaders) {
-            var lengths: [String] = []
             fields.forEachField { name, value in
-                if HTTPHeaders.name(name, equals: "content-length") {
-                    lengths.append(String(decoding: value, as: UTF8.self))
-                } else if HTTPHeaders.name(name, equals: "transfer-encoding") {
+                if HTTPHeaders.name(name, equals: "transfer-encoding") {
                     self.hasTransferEncoding = true
                     if let last = String(decoding: value, as: UTF8.self).split(separator: ",").last {
                         self.lastCodingIsChunked = last.trimmingHTTPWhitespace().equalsIgnoringASCIICase("chunked")
                     }
                 }
             }
-            if !lengths.isEmpty {
-                switch HTTPGrammar.contentLength(lengths) {
-                case .success(let length): self.declaredLength = .length(length)
-                case .failure: self.declaredLength = .invalid
-                }
+            switch HTTPGrammar.contentLength(in: fields) {
+            case .success(let length)?: self.declaredLength = .length(length)
+            case .failure?: self.declaredLength = .invalid
+            case nil: break
             }
         }
     }
