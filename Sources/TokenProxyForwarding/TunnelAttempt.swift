@@ -214,12 +214,16 @@ final class TunnelAttempt {
         case .success(let answer):
             let status = answer.head.status
             let refusal = status == 401 ? self.refusal(of: answer.head) : nil
+            if answer.tunnel != nil {
+                // The tunnel's bytes are the pump's: the machine's part ends with the head. Not
+                // in a batch: the pump's first reads must reach the client as they are made,
+                // or a client that takes them all at the batch's end, with no write left
+                // waiting, would never report itself writable to a pump waiting for it.
+                self.perform(self.machine.responseHeadReceived(status: status, refusal: refusal), answer: answer)
+                return
+            }
             self.exchange.batch { _ in
                 self.perform(self.machine.responseHeadReceived(status: status, refusal: refusal), answer: answer)
-                if answer.tunnel != nil {
-                    // The tunnel's bytes are the pump's: the machine's part ends with the head.
-                    return
-                }
                 if !answer.body.isEmpty {
                     self.perform(self.machine.responseBodyReceived(), answer: answer)
                 }
