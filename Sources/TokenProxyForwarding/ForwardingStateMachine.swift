@@ -1,16 +1,16 @@
 import TokenProxySupport
 
-/// One forwarded request's whole life as a pure state machine (`docs/reference/upstream.md`): a form
-/// body read whole because the credential signs it, the wait for a credential, the transfer
-/// in flight and what becomes of its answer (relayed, or a 401 dropped so that the request is
-/// replayed with a new credential), a reused connection lost and the request resent on a new
-/// one, the client leaving, and the end. Whether another attempt is allowed is
+/// One request's whole life upstream, forwarded or a tunnel's handshake, as a pure state
+/// machine (`docs/reference/upstream.md`): a form body read whole because the credential
+/// signs it, the wait for a credential, the transfer in flight and what becomes of its
+/// answer (relayed, or a 401 dropped so that the request is replayed with a new
+/// credential), a reused connection lost and the request resent on a new one, the client
+/// leaving, and the end. Whether another attempt is allowed is
 /// ``ReplayStateMachine``'s rule, which this one composes.
 ///
 /// It is the only place that decides: ``ForwardingAttempt`` feeds it every event and carries
-/// out every returned ``Action``, and asks it nothing else. It keeps the request body that
-/// another attempt may send (as async-http-client's `RequestBag` keeps its buffer), so each
-/// attempt's body comes with the action that starts it. What happened is collected in
+/// out every returned ``Action``. It keeps the request body that another attempt may send,
+/// so each attempt's body comes with the action that starts it. What happened is collected in
 /// ``outcome`` for the access line and the metrics. Every event has an answer in every
 /// state: one that does not fit the state (a late credential after the client left, a
 /// delivery of a cancelled transfer) is `.none`, or for response bytes `.dropBody`.

@@ -219,7 +219,12 @@ final class TunnelAttempt {
                 // in a batch: the pump's first reads must reach the client as they are made,
                 // or a client that takes them all at the batch's end, with no write left
                 // waiting, would never report itself writable to a pump waiting for it.
-                self.perform(self.machine.responseHeadReceived(status: status, refusal: refusal), answer: answer)
+                let action = self.machine.responseHeadReceived(status: status, refusal: refusal)
+                self.perform(action, answer: answer)
+                if action == .dropHead {
+                    // Not a status a route renews on today; should one be, its end follows.
+                    self.perform(self.machine.transferEnded(.finish))
+                }
                 return
             }
             self.exchange.batch { _ in

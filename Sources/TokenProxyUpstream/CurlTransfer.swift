@@ -86,6 +86,10 @@ package final class CurlTransfer: @unchecked Sendable {
             firstByteLimit: .milliseconds(Int64(CurlRequestSetup.milliseconds(options.firstByteTimeout))),
             idleLimit: options.idleTimeout.map { .milliseconds(Int64(CurlRequestSetup.milliseconds($0))) }
         )
+        if !request.body.sendsBytes {
+            // Nothing will be appended: the body is complete before it starts.
+            self.shared.withLockedValue { _ = $0.flow.bodyEnded() }
+        }
     }
 
     /// When the engine ends the transfer (engine thread): the first-byte deadline until the
@@ -162,7 +166,9 @@ package final class CurlTransfer: @unchecked Sendable {
             self.release()
             return nil
         }
-        self.report(self.life.prepared(sendsBody: self.request.body != .none, now: .now))
+        // An announced empty body (`Content-Length: 0`) is never asked for by libcurl: the
+        // request is sent with its head, and the first-byte deadline starts now.
+        self.report(self.life.prepared(sendsBody: self.request.body.sendsBytes, now: .now))
         return easy
     }
 

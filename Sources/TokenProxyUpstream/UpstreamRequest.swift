@@ -11,6 +11,14 @@ package struct UpstreamRequest: Sendable, Equatable {
         case length(Int64)
         /// A body of unknown length (chunked to an HTTP/1.1 upstream).
         case streamed
+
+        /// Whether body bytes may follow the head: not for no body or an empty one.
+        package var sendsBytes: Bool {
+            switch self {
+            case .none, .length(0): false
+            case .length, .streamed: true
+            }
+        }
     }
 
     /// The method, as the client sent it.
