@@ -7,10 +7,12 @@ import TokenProxySupport
 /// signs each request, its signature over the method, the URL and a form body. A failure
 /// (no token, or no signature) is logged here, once for both kinds of request.
 struct CredentialRequest {
-    /// A token and the header made from it.
+    /// A token, the header made from it, and whether it was fetched while the request
+    /// waited (the access line's `token_refreshed`).
     struct Credential {
         let token: AccessToken
         let header: CredentialHeader
+        let fetchedForRequest: Bool
     }
 
     let entry: CredentialRegistry.Entry
@@ -19,12 +21,17 @@ struct CredentialRequest {
     /// A form body the signature covers (RFC 5849 §3.4.1.3.1).
     let formBody: [UInt8]?
     let route: String
+    /// When the request arrived: a token obtained since was fetched for it.
+    let requestStart: ContinuousClock.Instant
     let logger: Logger
 
     /// The credential made from `result`, or the error the client is answered with.
     func credential(from result: Result<AccessToken, ProxyError>) -> Result<Credential, ProxyError> {
         let made = result.flatMap { token in
-            self.header(for: token).map { Credential(token: token, header: $0) }
+            self.header(for: token).map { header in
+                let fetched = token.obtainedAt.map { $0 >= self.requestStart } ?? false
+                return Credential(token: token, header: header, fetchedForRequest: fetched)
+            }
         }
         guard case .failure(var error) = made else { return made }
         error.route = self.route

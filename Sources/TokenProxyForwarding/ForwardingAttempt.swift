@@ -193,14 +193,14 @@ final class ForwardingAttempt {
             url: self.url,
             formBody: formBody,
             route: self.match.route.name,
+            requestStart: exchange.startTime,
             logger: self.logger
         )
         switch request.credential(from: result) {
         case .success(let credential):
             self.token = credential.token
             self.credential = credential.header
-            let fetched = credential.token.obtainedAt.map { $0 >= exchange.startTime } ?? false
-            self.perform(self.machine.credentialObtained(fetchedForRequest: fetched))
+            self.perform(self.machine.credentialObtained(fetchedForRequest: credential.fetchedForRequest))
         case .failure(let error):
             self.perform(self.machine.credentialFailed(error))
         }

@@ -143,14 +143,14 @@ final class TunnelAttempt {
             url: self.url,
             formBody: nil,
             route: self.match.route.name,
+            requestStart: self.exchange.startTime,
             logger: self.logger
         )
         switch request.credential(from: result) {
         case .success(let credential):
             self.token = credential.token
             self.credential = credential.header
-            let fetched = credential.token.obtainedAt.map { $0 >= self.exchange.startTime } ?? false
-            self.perform(self.machine.credentialObtained(fetchedForRequest: fetched))
+            self.perform(self.machine.credentialObtained(fetchedForRequest: credential.fetchedForRequest))
         case .failure(let error):
             self.perform(self.machine.credentialFailed(error))
         }

@@ -86,8 +86,8 @@ package final class CurlTransfer: @unchecked Sendable {
             firstByteLimit: .milliseconds(Int64(CurlRequestSetup.milliseconds(options.firstByteTimeout))),
             idleLimit: options.idleTimeout.map { .milliseconds(Int64(CurlRequestSetup.milliseconds($0))) }
         )
-        if !request.body.sendsBytes {
-            // Nothing will be appended: the body is complete before it starts.
+        if case .length(0) = request.body {
+            // An announced empty body: nothing will be appended, so it is complete already.
             self.shared.withLockedValue { _ = $0.flow.bodyEnded() }
         }
     }
