@@ -49,8 +49,9 @@ package enum GrantType: String, Sendable, Equatable, Hashable, CaseIterable {
     ]
 
     /// The keys of an OAuth 2 client talking to a token endpoint; `alg` also signs
-    /// `private_key_jwt` client assertions (RFC 7523 §2.2).
-    private static let clientKeys = ["token_url", "client_id", "client_secret", "client_assertion_key", "alg"]
+    /// `private_key_jwt` client assertions (RFC 7523 §2.2), `dpop` binds its tokens to a key
+    /// (RFC 9449).
+    private static let clientKeys = ["token_url", "client_id", "client_secret", "client_assertion_key", "alg", "dpop"]
 
     /// The keys this grant accepts besides ``commonKeys``.
     var specificKeys: [String] {

@@ -92,6 +92,7 @@ private struct ProviderFieldReader {
         provider.format = self.value("format", String.self) ?? "Bearer {token}"
         provider.gitUsername = self.value("git_username", String.self) ?? "x-access-token"
         provider.allowInsecureEndpoints = self.value("allow_insecure_endpoints", Bool.self) ?? false
+        provider.dpop = self.value("dpop", DPoPConfiguration.self)
 
         provider.username = self.value("username", String.self)
         provider.pkce = self.value("pkce", Bool.self) ?? true

@@ -240,6 +240,22 @@ private struct ProviderCheck {
         for name in self.provider.tokenRequestParams.keys.sorted() where name.isEmpty {
             self.add("token_request_params", "parameter names must not be empty")
         }
+        self.proofOfPossession()
+    }
+
+    /// A DPoP-bound token goes out as `Authorization: DPoP TOKEN` (RFC 9449 §7.1), and the
+    /// proof's header is `DPoP`: neither can be renamed or reformatted.
+    private mutating func proofOfPossession() {
+        guard self.provider.dpop != nil else { return }
+        if self.provider.header.lowercased() != "authorization" {
+            self.add("header", "cannot be changed with dpop: a bound token goes in Authorization (RFC 9449 §7.1)")
+        }
+        if self.provider.format != "Bearer {token}" {
+            self.add("format", "cannot be changed with dpop: the scheme follows the token_type the server answers")
+        }
+        for name in self.provider.tokenRequestHeaders.keys.sorted() where name.lowercased() == "dpop" {
+            self.add(ConfigurationPath.join("token_request_headers", name), "is the proof dpop makes for each request")
+        }
     }
 
     /// Durations, ports, algorithms, type URIs and file names.

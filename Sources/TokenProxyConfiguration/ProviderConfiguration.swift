@@ -61,6 +61,9 @@ package struct ProviderConfiguration: Sendable, Equatable {
     package var caFile: String?
     /// `allow_insecure_endpoints`: allow `http://` endpoints (tests, local servers). Default false.
     package var allowInsecureEndpoints: Bool = false
+    /// `dpop`: sender-constrained tokens (RFC 9449): every token request and every request
+    /// with a bound token carries a proof signed with this key. Absent: bearer tokens.
+    package var dpop: DPoPConfiguration?
 
     // MARK: Grant keys
 

@@ -36,6 +36,8 @@ extension ProxyConfiguration {
             for (_, field) in ProviderConfiguration.pathKeys {
                 provider[keyPath: field] = provider[keyPath: field].map(resolve)
             }
+            let dpopKey = resolveSecret(provider.dpop?.key)
+            provider.dpop?.key = dpopKey
             if var argv = provider.command, let program = argv.first, program.contains("/") {
                 argv[0] = resolve(program)
                 provider.command = argv

@@ -17,6 +17,13 @@ extension ProxyConfiguration {
                     secrets.append((ConfigurationPath.join(ConfigurationPath.join("providers", name), key), secret))
                 }
             }
+            if let key = provider.dpop?.key {
+                let path = ConfigurationPath.join(
+                    ConfigurationPath.join(ConfigurationPath.join("providers", name), "dpop"),
+                    "key"
+                )
+                secrets.append((path, key))
+            }
         }
         for (index, route) in self.routes.enumerated() {
             if let key = route.clientKey {

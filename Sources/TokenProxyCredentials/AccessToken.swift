@@ -9,12 +9,22 @@ package struct AccessToken: Sendable, Equatable {
     /// read from the store). A request that started before this waited for the fetch, which
     /// its access-log line tells. Not part of the token's identity (`==`).
     package var obtainedAt: ContinuousClock.Instant?
+    /// For a token bound to a DPoP key (`token_type` `DPoP`, RFC 9449 §5): the key and the
+    /// nonces each request's proof is made with. Nil for a bearer token. Not part of the
+    /// token's identity (`==`).
+    package var binding: DPoPBinding?
 
     /// Creates a token.
-    package init(value: String, expiresAt: ContinuousClock.Instant? = nil, obtainedAt: ContinuousClock.Instant? = nil) {
+    package init(
+        value: String,
+        expiresAt: ContinuousClock.Instant? = nil,
+        obtainedAt: ContinuousClock.Instant? = nil,
+        binding: DPoPBinding? = nil
+    ) {
         self.value = value
         self.expiresAt = expiresAt
         self.obtainedAt = obtainedAt
+        self.binding = binding
     }
 
     /// The same token: the same value with the same lifetime, however it was obtained.

@@ -48,6 +48,17 @@ struct CredentialRequest {
         if let authorizer = self.entry.requestAuthorizer {
             return authorizer.authorization(method: self.method, url: self.url, formBody: self.formBody)
         }
+        if let binding = token.binding {
+            // RFC 9449 §7.1: the DPoP scheme, and a proof of this request bound to the token.
+            switch binding.proof(method: self.method, url: self.url, accessToken: token.value) {
+            case .success(let proof):
+                return .success(CredentialHeader(name: "Authorization", value: "DPoP " + token.value, proof: proof))
+            case .failure(let failure):
+                return .failure(
+                    ProxyError(.tokenUnavailable, failure.description, provider: self.entry.configuration.name)
+                )
+            }
+        }
         return self.entry.header(for: token)
     }
 }

@@ -141,7 +141,8 @@ package final class CurlForwarder: RouteForwarder {
                     renewingOn: route.renewOnStatus,
                     idempotent: false,
                     limit: 0,
-                    hasBody: false
+                    hasBody: false,
+                    provesPossession: entry?.configuration.dpop != nil
                 ),
                 needsCredential: entry != nil,
                 hasBody: false,
@@ -170,7 +171,8 @@ package final class CurlForwarder: RouteForwarder {
                 renewingOn: route.renewOnStatus,
                 idempotent: idempotent,
                 limit: limits.replayBufferBytes,
-                hasBody: hasBody
+                hasBody: hasBody,
+                provesPossession: entry?.configuration.dpop != nil
             ),
             needsCredential: entry != nil,
             hasBody: hasBody,

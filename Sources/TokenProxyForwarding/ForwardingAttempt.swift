@@ -141,11 +141,25 @@ final class ForwardingAttempt {
             self.handle.execute { reference in
                 reference.object?.reauthorize(formBody: formBody)
             }
+        case .proveAgain(let formBody):
+            // As for a replay: after the dropped answer, through the queue.
+            self.handle.execute { reference in
+                reference.object?.proveAgain(formBody: formBody)
+            }
         case .cancelTransfer:
             if let transfer = self.transfer {
                 self.engine.cancel(transfer)
             }
         }
+    }
+
+    /// Sends the request again after a 401 that asked for a DPoP nonce: the same token, with
+    /// a new proof that carries the nonce (RFC 9449 §9).
+    private func proveAgain(formBody: [UInt8]?) {
+        guard let entry = self.entry, let token = self.token else { return }
+        token.binding?.nonceRetried(at: .upstream)
+        self.logger.info("sending again with the DPoP nonce", metadata: ["route": "\(self.match.route.name)"])
+        self.credentialArrived(.success(token), entry: entry, formBody: formBody)
     }
 
     /// A body event while the body to sign is read whole.
@@ -282,8 +296,13 @@ extension ForwardingAttempt {
         exchange.batch { _ in
             if let head = delivery.head {
                 let refusal = head.status == 401 ? self.refusal(of: head) : nil
+                let asksForNonce = self.token?.binding?.asksForNonce(head, url: self.url) ?? false
                 self.perform(
-                    self.machine.responseHeadReceived(status: head.status, refusal: refusal),
+                    self.machine.responseHeadReceived(
+                        status: head.status,
+                        refusal: refusal,
+                        asksForNonce: asksForNonce
+                    ),
                     delivery: delivery
                 )
             }

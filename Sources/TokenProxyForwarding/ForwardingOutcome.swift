@@ -16,6 +16,8 @@ package struct ForwardingOutcome: Sendable, Equatable {
     /// The request was sent again on a new connection after a reused one failed before any
     /// answer, by the proxy or by libcurl itself.
     package var resent = false
+    /// A 401 asked for a DPoP nonce, and the request was sent again with it (RFC 9449 §9).
+    package var nonceRetried = false
     /// How the upstream exchange failed, when it did.
     package var upstreamFailure: UpstreamFailure?
 

@@ -24,6 +24,9 @@ struct ForwardingStateMachine: Sendable {
         /// After a reused connection failed before any answer: the same credential and the
         /// kept body, on a new connection.
         case resend
+        /// After a 401 asked for a DPoP nonce: the same token with a new proof carrying the
+        /// nonce, and the kept body.
+        case nonceRetry
     }
 
     /// The body a transfer sends.
@@ -83,6 +86,9 @@ struct ForwardingStateMachine: Sendable {
         /// Once the dropped answer ended: invalidate the token it refused, then obtain a
         /// credential again (signing `formBody`, as ``obtainCredential(formBody:)``).
         case reauthorize(formBody: [UInt8]?)
+        /// Once the dropped answer ended: make the credential again from the same token (a
+        /// new DPoP proof, with the nonce the answer gave), then report it as obtained.
+        case proveAgain(formBody: [UInt8]?)
         /// Stop the transfer in flight.
         case cancelTransfer
     }
@@ -109,6 +115,9 @@ struct ForwardingStateMachine: Sendable {
         /// A 401 is being dropped; at its end the client gets `refusal`, or without one the
         /// request is replayed.
         case dropping(refusal: ProxyError?)
+        /// A 401 asking for a DPoP nonce is being dropped; at its end the request is sent
+        /// again with the nonce.
+        case droppingForNonce
     }
 
     private var state = State.idle
@@ -245,20 +254,25 @@ extension ForwardingStateMachine {
         switch self.state {
         case .transferring(.awaitingHead):
             return self.finish(failure: nil, .answer(error))
-        case .transferring(.relaying), .transferring(.dropping), .idle, .readingSignedBody, .waitingForCredential,
-            .finished:
+        case .transferring(.relaying), .transferring(.dropping), .transferring(.droppingForNonce), .idle,
+            .readingSignedBody, .waitingForCredential, .finished:
             return .none
         }
     }
 
     /// The response head arrived. A 401 is dropped when the provider says the credential
-    /// itself was refused (`refusal`, answered instead); a 401 or another status the route
-    /// renews on (`renew_on_status`) is dropped when the request is replayed.
-    mutating func responseHeadReceived(status: Int, refusal: ProxyError?) -> Action {
+    /// itself was refused (`refusal`, answered instead), or when it asks for a DPoP nonce
+    /// (`asksForNonce`) and the request may be sent again with it; a 401 or another status the
+    /// route renews on (`renew_on_status`) is dropped when the request is replayed.
+    mutating func responseHeadReceived(status: Int, refusal: ProxyError?, asksForNonce: Bool = false) -> Action {
         switch self.state {
         case .transferring(.awaitingHead):
             if status == 401, let refusal {
                 self.state = .transferring(.dropping(refusal: refusal))
+                return .dropHead
+            }
+            if status == 401, asksForNonce, self.replay.nonceRequested() {
+                self.state = .transferring(.droppingForNonce)
                 return .dropHead
             }
             if self.replay.renews(status), self.replay.unauthorized() == .replay {
@@ -267,8 +281,8 @@ extension ForwardingStateMachine {
             }
             self.state = .transferring(.relaying)
             return .relayHead
-        case .transferring(.relaying), .transferring(.dropping), .idle, .readingSignedBody, .waitingForCredential,
-            .finished:
+        case .transferring(.relaying), .transferring(.dropping), .transferring(.droppingForNonce), .idle,
+            .readingSignedBody, .waitingForCredential, .finished:
             return .none
         }
     }
@@ -278,8 +292,8 @@ extension ForwardingStateMachine {
         switch self.state {
         case .transferring(.relaying):
             return .relayBody
-        case .transferring(.awaitingHead), .transferring(.dropping), .idle, .readingSignedBody, .waitingForCredential,
-            .finished:
+        case .transferring(.awaitingHead), .transferring(.dropping), .transferring(.droppingForNonce), .idle,
+            .readingSignedBody, .waitingForCredential, .finished:
             return .dropBody
         }
     }
@@ -290,7 +304,8 @@ extension ForwardingStateMachine {
         switch self.state {
         case .transferring(.awaitingHead), .transferring(.relaying):
             self.outcome.resent = true
-        case .transferring(.dropping), .idle, .readingSignedBody, .waitingForCredential, .finished:
+        case .transferring(.dropping), .transferring(.droppingForNonce), .idle, .readingSignedBody,
+            .waitingForCredential, .finished:
             break
         }
         return .none
@@ -326,6 +341,10 @@ extension ForwardingStateMachine {
             self.outcome.replayed = true
             self.state = .waitingForCredential(.replay)
             return .reauthorize(formBody: self.formBody)
+        case .transferring(.droppingForNonce):
+            self.outcome.nonceRetried = true
+            self.state = .waitingForCredential(.nonceRetry)
+            return .proveAgain(formBody: self.formBody)
         case .idle, .readingSignedBody, .waitingForCredential, .finished:
             return .none
         }

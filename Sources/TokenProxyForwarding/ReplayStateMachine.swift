@@ -6,10 +6,12 @@
 ///   fresh token, on routes with `retry_on_401`;
 /// - a reused upstream connection that failed before any byte of an answer: the request is
 ///   resent once on a new connection, when its method is idempotent (RFC 9110 §9.2.2; a
-///   proxy never retries the others on its own, RFC 9112 §9.3.1).
+///   proxy never retries the others on its own, RFC 9112 §9.3.1);
+/// - a 401 asking for a DPoP nonce (RFC 9449 §9), for a request with a proof: sent once more
+///   with the nonce, the same token and a new proof.
 ///
-/// Either needs the body (if any) complete and at most the replay buffer when the event
-/// comes, so a request goes upstream at most three times. Otherwise the 401 goes back to the
+/// Each needs the body (if any) complete and at most the replay buffer when the event
+/// comes, so a request goes upstream at most four times. Otherwise the 401 goes back to the
 /// client unchanged, and the failure is answered 502 `upstream_unreachable`.
 struct ReplayStateMachine: Sendable, Equatable {
     /// What to do with a 401.
@@ -36,6 +38,8 @@ struct ReplayStateMachine: Sendable, Equatable {
         static let replayAfterUnauthorized = Retries(rawValue: 1 << 0)
         /// One resend after a reused connection failed.
         static let resendAfterLostConnection = Retries(rawValue: 1 << 1)
+        /// One more try with the DPoP nonce a 401 asked for (RFC 9449 §9).
+        static let retryWithNonce = Retries(rawValue: 1 << 2)
     }
 
     private enum State: Sendable, Equatable {
@@ -54,13 +58,24 @@ struct ReplayStateMachine: Sendable, Equatable {
 
     /// `replaysUnauthorized` is the route's `retry_on_401` with a provider that can renew its
     /// token, `renewingOn` its `renew_on_status`; `idempotent` whether the method may be
-    /// resent; `limit` the replay buffer; `hasBody` whether the request has a body at all.
-    init(replaysUnauthorized: Bool, renewingOn: [Int] = [401], idempotent: Bool, limit: Int, hasBody: Bool) {
+    /// resent; `limit` the replay buffer; `hasBody` whether the request has a body at all;
+    /// `provesPossession` whether it carries a DPoP proof, so that a server may ask for a nonce.
+    init(
+        replaysUnauthorized: Bool,
+        renewingOn: [Int] = [401],
+        idempotent: Bool,
+        limit: Int,
+        hasBody: Bool,
+        provesPossession: Bool = false
+    ) {
         self.limit = limit
         self.renewingStatuses = renewingOn
         var retries: Retries = []
         if replaysUnauthorized {
             retries.insert(.replayAfterUnauthorized)
+        }
+        if provesPossession {
+            retries.insert(.retryWithNonce)
         }
         if idempotent {
             retries.insert(.resendAfterLostConnection)
@@ -108,6 +123,12 @@ struct ReplayStateMachine: Sendable, Equatable {
     mutating func unauthorized() -> Decision {
         // A second 401 goes to the client: the new token is refused too.
         self.take(.replayAfterUnauthorized) ? .replay : .relay
+    }
+
+    /// A 401 asked for a DPoP nonce and gave one: whether the request is sent once more
+    /// with it (the same token, a new proof). It uses up neither the replay nor the resend.
+    mutating func nonceRequested() -> Bool {
+        self.take(.retryWithNonce)
     }
 
     /// A reused connection failed before any byte of an answer.

@@ -124,6 +124,12 @@ final class TunnelAttempt {
             }
             self.logger.info("replaying with a renewed token", metadata: ["route": "\(self.match.route.name)"])
             self.obtainCredential()
+        case .proveAgain:
+            // The same token with a new proof carrying the nonce the 401 gave (RFC 9449 §9).
+            guard let entry = self.entry, let token = self.token else { break }
+            token.binding?.nonceRetried(at: .upstream)
+            self.logger.info("sending again with the DPoP nonce", metadata: ["route": "\(self.match.route.name)"])
+            self.credentialArrived(.success(token), entry: entry)
         }
     }
 
@@ -227,8 +233,12 @@ final class TunnelAttempt {
                 }
                 return
             }
+            let asksForNonce = self.token?.binding?.asksForNonce(answer.head, url: self.url) ?? false
             self.exchange.batch { _ in
-                self.perform(self.machine.responseHeadReceived(status: status, refusal: refusal), answer: answer)
+                self.perform(
+                    self.machine.responseHeadReceived(status: status, refusal: refusal, asksForNonce: asksForNonce),
+                    answer: answer
+                )
                 if !answer.body.isEmpty {
                     self.perform(self.machine.responseBodyReceived(), answer: answer)
                 }

@@ -46,10 +46,14 @@ enum UpstreamRequestBuilder {
         if route.provider != nil, route.incomingAuthorization == .replace || credential != nil {
             credentialHeader = credential?.name ?? "Authorization"
         }
+        // A client's own DPoP proof goes where its credential goes (RFC 9449 §7.1): it belongs
+        // to the Authorization the proxy replaces.
+        let replacesProof = credentialHeader != nil
         headers.removeAll { name in
             UpstreamRequest.hopByHop.contains(name) || Self.forwarded.contains(name)
                 || Self.pathOverrides.contains(name)
                 || credentialHeader.map { HTTPHeaders.name(name, equals: $0) } == true
+                || (replacesProof && HTTPHeaders.name(name, equals: "DPoP"))
                 || named.contains { HTTPHeaders.name(name, equals: $0) }
         }
 
@@ -72,6 +76,9 @@ enum UpstreamRequestBuilder {
         }
         if let credential {
             headers.add(name: credential.name, value: credential.value)
+            if let proof = credential.proof {
+                headers.add(name: "DPoP", value: proof)
+            }
         }
 
         let body: UpstreamRequest.Body

@@ -39,6 +39,8 @@ package final class ProxyMetrics: Sendable {
         Names.replays: "Requests replayed after a 401 from the upstream, by route.",
         Names.resends: "Requests resent on a new connection after a reused upstream connection failed, by route.",
         Names.tokenStoreErrors: "Token store operations that failed or values it refused, by store and kind.",
+        Names.dpopProofs: "DPoP proofs signed, by provider.",
+        Names.dpopNonceRetries: "Requests sent again with the DPoP nonce a server asked for, by provider and where.",
     ]
 
     enum Names {
@@ -51,6 +53,17 @@ package final class ProxyMetrics: Sendable {
         static let replays = "tokenproxy_replays_total"
         static let resends = "tokenproxy_resends_total"
         static let tokenStoreErrors = "tokenproxy_token_store_errors_total"
+        static let dpopProofs = "tokenproxy_dpop_proofs_total"
+        static let dpopNonceRetries = "tokenproxy_dpop_nonce_retries_total"
+    }
+
+    /// Where a server asked for a DPoP nonce: the `at` label of
+    /// `tokenproxy_dpop_nonce_retries_total` is the raw value.
+    package enum NonceRetryPlace: String, Sendable, Equatable {
+        /// The token endpoint (400 `use_dpop_nonce`, RFC 9449 §8).
+        case tokenEndpoint = "token_endpoint"
+        /// An upstream (401 with `error="use_dpop_nonce"`, RFC 9449 §9).
+        case upstream
     }
 
     /// The upper bounds of the request duration buckets, in seconds.
@@ -170,6 +183,16 @@ package final class ProxyMetrics: Sendable {
     package func tokenRequested(provider: String, succeeded: Bool) {
         self.counter(Names.tokenRequests, [("provider", provider), ("result", succeeded ? "success" : "error")])
             .increment()
+    }
+
+    /// Counts one DPoP proof signed for `provider` (a token request's or a forwarded request's).
+    package func dpopProofMade(provider: String) {
+        self.counter(Names.dpopProofs, [("provider", provider)]).increment()
+    }
+
+    /// Counts one request of `provider`'s sent again with a server's DPoP nonce.
+    package func dpopNonceRetried(provider: String, at place: NonceRetryPlace) {
+        self.counter(Names.dpopNonceRetries, [("provider", provider), ("at", place.rawValue)]).increment()
     }
 
     /// Records the expiry of `provider`'s current token (`nil`: none given, valid until a

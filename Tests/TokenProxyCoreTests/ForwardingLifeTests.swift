@@ -23,9 +23,11 @@ struct ForwardingLifeTests {
         refreshed: Bool = false,
         replayed: Bool = false,
         resent: Bool = false,
+        nonceRetried: Bool = false,
         failure: ForwardingOutcome.UpstreamFailure? = nil
     ) -> ForwardingOutcome {
         var outcome = ForwardingOutcome()
+        outcome.nonceRetried = nonceRetried
         outcome.tokenRefreshed = refreshed
         outcome.replayed = replayed
         outcome.resent = resent
@@ -66,6 +68,54 @@ struct ForwardingLifeTests {
                 (.head(401), .relayHead), (.responseBody, .relayBody), (.finished, .finish),
             ],
             outcome: outcome(refreshed: true, replayed: true)
+        ),
+        Walk(
+            name: "a 401 asking for a DPoP nonce is sent again once with the same token and body, then a 401 replays",
+            machine: { ForwardingStateMachineTests.machine() },
+            steps: [
+                (.start, noForm), (.credential(fetched: false), first), (.bodyBytes(3), .forwardBody),
+                (.bodyEnd, .endBody), (.nonceHead, .dropHead), (.responseBody, .dropBody),
+                (.finished, .proveAgain(formBody: nil)),
+                (.credential(fetched: false), .startTransfer(.nonceRetry, .kept(ForwardingStateMachineTests.bytes(3)))),
+                (.head(401), .dropHead), (.finished, replay),
+                (.credential(fetched: true), .startTransfer(.replay, .kept(ForwardingStateMachineTests.bytes(3)))),
+                (.head(200), .relayHead), (.responseBody, .relayBody), (.finished, .finish),
+            ],
+            outcome: outcome(refreshed: true, replayed: true, nonceRetried: true)
+        ),
+        Walk(
+            name: "a second nonce challenge counts as a 401, and a third is relayed",
+            machine: { ForwardingStateMachineTests.machine(hasBody: false) },
+            steps: [
+                (.start, noForm), (.credential(fetched: false), firstWithoutBody), (.nonceHead, .dropHead),
+                (.finished, .proveAgain(formBody: nil)),
+                (.credential(fetched: false), .startTransfer(.nonceRetry, .none)),
+                (.nonceHead, .dropHead), (.finished, replay),
+                (.credential(fetched: false), .startTransfer(.replay, .none)),
+                (.nonceHead, .relayHead), (.finished, .finish),
+            ],
+            outcome: outcome(replayed: true, nonceRetried: true)
+        ),
+        Walk(
+            name: "a nonce challenge to a request without a proof is a plain 401",
+            machine: { ForwardingStateMachineTests.machine(hasBody: false, proves: false) },
+            steps: [
+                (.start, noForm), (.credential(fetched: false), firstWithoutBody), (.nonceHead, .dropHead),
+                (.finished, replay), (.credential(fetched: false), .startTransfer(.replay, .none)),
+                (.head(200), .relayHead), (.finished, .finish),
+            ],
+            outcome: outcome(replayed: true)
+        ),
+        Walk(
+            name: "a nonce challenge on a route that does not replay is still answered with the nonce",
+            machine: { ForwardingStateMachineTests.machine(replays: false, idempotent: false) },
+            steps: [
+                (.start, noForm), (.credential(fetched: false), first), (.bodyBytes(2), .forwardBody),
+                (.bodyEnd, .endBody), (.nonceHead, .dropHead), (.finished, .proveAgain(formBody: nil)),
+                (.credential(fetched: false), .startTransfer(.nonceRetry, .kept(ForwardingStateMachineTests.bytes(2)))),
+                (.nonceHead, .relayHead), (.finished, .finish),
+            ],
+            outcome: outcome(nonceRetried: true)
         ),
         Walk(
             name: "a 401 while the body still streams is relayed",

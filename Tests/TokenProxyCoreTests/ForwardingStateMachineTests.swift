@@ -15,7 +15,7 @@ struct ForwardingStateMachineTests {
         case signedBytes(Int), signedEnd
         case bodyBytes(Int), bodyEnd
         case credential(fetched: Bool), credentialFailed, startFailed
-        case head(Int), refusedHead, responseBody
+        case head(Int), refusedHead, nonceHead, responseBody
         case resentByLibcurl
         case finished, aborted, unreachable, timedOut, lostConnection
         case clientClosed
@@ -32,6 +32,7 @@ struct ForwardingStateMachineTests {
             case .startFailed: "startFailed"
             case .head(let status): "head(\(status))"
             case .refusedHead: "refusedHead"
+            case .nonceHead: "nonceHead"
             case .responseBody: "responseBody"
             case .resentByLibcurl: "resentByLibcurl"
             case .finished: "finished"
@@ -51,21 +52,23 @@ struct ForwardingStateMachineTests {
     static let timeoutError = ProxyError(.upstreamTimeout, "the upstream did not answer in time")
     static let lostError = ProxyError(.upstreamUnreachable, "the reused connection was reset")
 
-    /// A machine for a request with a body, on a route that replays a 401 and a method that
-    /// may be resent, with a replay buffer of 10 bytes.
+    /// A machine for a request with a body and a DPoP proof, on a route that replays a 401
+    /// and a method that may be resent, with a replay buffer of 10 bytes.
     static func machine(
         credential: Bool = true,
         signs: Bool = false,
         replays: Bool = true,
         idempotent: Bool = true,
-        hasBody: Bool = true
+        hasBody: Bool = true,
+        proves: Bool = true
     ) -> ForwardingStateMachine {
         ForwardingStateMachine(
             replay: ReplayStateMachine(
                 replaysUnauthorized: replays,
                 idempotent: idempotent,
                 limit: 10,
-                hasBody: hasBody
+                hasBody: hasBody,
+                provesPossession: proves
             ),
             needsCredential: credential,
             hasBody: hasBody,
@@ -86,6 +89,7 @@ struct ForwardingStateMachineTests {
         case .startFailed: return machine.transferFailedToStart(Self.startError)
         case .head(let status): return machine.responseHeadReceived(status: status, refusal: nil)
         case .refusedHead: return machine.responseHeadReceived(status: 401, refusal: Self.refusal)
+        case .nonceHead: return machine.responseHeadReceived(status: 401, refusal: nil, asksForNonce: true)
         case .responseBody: return machine.responseBodyReceived()
         case .resentByLibcurl: return machine.libcurlResent()
         case .finished: return machine.transferEnded(.finish)
@@ -119,7 +123,8 @@ struct ForwardingStateMachineTests {
 
     static let allEvents: [Event] = [
         .start, .signedBytes(4), .signedEnd, .bodyBytes(4), .bodyEnd, .credential(fetched: true), .credentialFailed,
-        .startFailed, .head(200), .head(401), .refusedHead, .responseBody, .resentByLibcurl, .finished, .aborted,
+        .startFailed, .head(200), .head(401), .refusedHead, .nonceHead, .responseBody, .resentByLibcurl, .finished,
+        .aborted,
         .unreachable,
         .timedOut, .lostConnection, .clientClosed,
     ]
@@ -156,7 +161,8 @@ struct ForwardingStateMachineTests {
             prefix: [.start, .credential(fetched: false), .bodyEnd],
             answers: [
                 (.bodyBytes(4), .forwardBody), (.bodyEnd, .endBody), (.startFailed, .answer(startError)),
-                (.head(200), .relayHead), (.head(401), .dropHead), (.refusedHead, .dropHead), (.finished, .abort),
+                (.head(200), .relayHead), (.head(401), .dropHead), (.refusedHead, .dropHead), (.nonceHead, .dropHead),
+                (.finished, .abort),
                 (.aborted, .abort), (.unreachable, .answer(unreachableError)), (.timedOut, .answer(timeoutError)),
                 (.lostConnection, .startTransfer(.resend, .kept([]))), (.clientClosed, .cancelTransfer),
             ]
@@ -190,6 +196,26 @@ struct ForwardingStateMachineTests {
                 (.aborted, .reauthorize(formBody: nil)), (.unreachable, .reauthorize(formBody: nil)),
                 (.timedOut, .reauthorize(formBody: nil)), (.lostConnection, .reauthorize(formBody: nil)),
                 (.clientClosed, .cancelTransfer),
+            ]
+        ),
+        StateRow(
+            name: "dropping a 401 that asks for a DPoP nonce",
+            signs: false,
+            prefix: [.start, .credential(fetched: false), .bodyEnd, .nonceHead],
+            answers: [
+                (.bodyBytes(4), .forwardBody), (.bodyEnd, .endBody), (.finished, .proveAgain(formBody: nil)),
+                (.aborted, .proveAgain(formBody: nil)), (.unreachable, .proveAgain(formBody: nil)),
+                (.timedOut, .proveAgain(formBody: nil)), (.lostConnection, .proveAgain(formBody: nil)),
+                (.clientClosed, .cancelTransfer),
+            ]
+        ),
+        StateRow(
+            name: "waiting for the nonce retry's proof",
+            signs: false,
+            prefix: [.start, .credential(fetched: false), .bodyEnd, .nonceHead, .finished],
+            answers: [
+                (.credential(fetched: true), .startTransfer(.nonceRetry, .kept([]))),
+                (.credentialFailed, .answer(credentialError)),
             ]
         ),
         StateRow(name: "finished", signs: false, prefix: [.start, .credentialFailed], answers: []),

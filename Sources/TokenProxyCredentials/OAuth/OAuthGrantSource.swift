@@ -43,6 +43,8 @@ final class OAuthGrantSource: CredentialSource {
     private let abandonment = CancellationSignal()
     /// The source a reload replaced this one with, once retired.
     private let successor = Mutex<(any CredentialSource)?>(nil)
+    /// The DPoP key and nonces, with `dpop` configured (``DPoPKeyring``).
+    let keyring: DPoPKeyring?
 
     init(
         provider: ProviderConfiguration,
@@ -69,6 +71,9 @@ final class OAuthGrantSource: CredentialSource {
         )
         self.store = store
         self.logger = logger
+        self.keyring = provider.dpop.map {
+            DPoPKeyring(provider: provider.name, configuration: $0, metrics: metrics, logger: logger)
+        }
         self.longestRetryAfter = limits.tokenWaitSeconds
         let source = WeakBox()
         self.refreshTimer = RefreshTimer { token in source.object?.refreshEarly(token) }
@@ -219,11 +224,20 @@ final class OAuthGrantSource: CredentialSource {
         if let stored = record, stored.configFingerprint != fingerprint {
             record = nil
         }
+        // The key the tokens are bound to: configured, kept in the record, or made now.
+        var proof: DPoPKeyring.Key?
+        if let keyring = self.keyring {
+            switch keyring.key(stored: record?.dpopKey) {
+            case .success(let key): proof = key
+            case .failure(let failure): return .failure(self.failure(failure.description))
+            }
+        }
         // Another process (or `tokenproxy login`) may have stored a token since ours.
         let refused = self.refused.withLockedValue { $0 }
-        if let stored = record?.freshAccessToken(skew: self.provider.refreshSkewSeconds),
+        if var stored = record?.freshAccessToken(skew: self.provider.refreshSkewSeconds),
             stored.value != refused, stored.value != replacing?.value
         {
+            stored.binding = proof.flatMap { $0.binding(for: record?.tokenType) }
             return .success(stored)
         }
 
@@ -258,13 +272,25 @@ final class OAuthGrantSource: CredentialSource {
         default:
             refreshToken = nil
         }
-        let first = self.ask(refreshToken: refreshToken, fingerprint: fingerprint, deadline: deadline, asked: &asked)
+        let first = self.ask(
+            refreshToken: refreshToken,
+            proof: proof,
+            fingerprint: fingerprint,
+            deadline: deadline,
+            asked: &asked
+        )
         guard self.provider.grant == .password, refreshToken != nil, case .failure(let failure) = first,
             failure.refusedRefresh
         else {
             return first.mapError(\.error)
         }
-        let second = self.ask(refreshToken: nil, fingerprint: fingerprint, deadline: deadline, asked: &asked)
+        let second = self.ask(
+            refreshToken: nil,
+            proof: proof,
+            fingerprint: fingerprint,
+            deadline: deadline,
+            asked: &asked
+        )
         return second.mapError(\.error)
     }
 
@@ -274,6 +300,7 @@ final class OAuthGrantSource: CredentialSource {
     /// the others need a new seed or login.
     private func ask(
         refreshToken: String?,
+        proof: DPoPKeyring.Key?,
         fingerprint: String,
         deadline: ContinuousClock.Instant,
         asked: inout Asked
@@ -298,6 +325,7 @@ final class OAuthGrantSource: CredentialSource {
                 deadline: deadline,
                 longestRetryAfter: self.longestRetryAfter,
                 cancellation: self.abandonment,
+                proof: proof?.binding,
                 completion: done
             )
         }
@@ -312,12 +340,13 @@ final class OAuthGrantSource: CredentialSource {
         self.metrics?.tokenRequested(provider: name, succeeded: (try? result.get()) != nil)
         switch result {
         case .success(let issued):
-            let grant = StoredGrant.issued(
+            var grant = StoredGrant.issued(
                 issued,
                 defaultExpiresIn: self.provider.defaultExpiresIn,
                 previousRefreshToken: refreshToken,
                 fingerprint: fingerprint
             )
+            grant.dpopKey = proof?.storedPEM
             if !self.save({ $0 = grant }) {
                 self.unsaved.withLockedValue { $0 = grant }
             }
@@ -326,7 +355,8 @@ final class OAuthGrantSource: CredentialSource {
                 AccessToken(
                     value: issued.response.accessToken,
                     expiresAt: lifetime.map { issued.sentAt + BoundedSeconds.duration($0) },
-                    obtainedAt: .now
+                    obtainedAt: .now,
+                    binding: proof.flatMap { $0.binding(for: issued.response.tokenType) }
                 )
             )
         case .failure(let failure):
@@ -348,7 +378,8 @@ final class OAuthGrantSource: CredentialSource {
                         // A password provider logs in again by itself.
                         needsLogin: password ? nil : true,
                         lastError: failure.error.message,
-                        lastErrorAt: now
+                        lastErrorAt: now,
+                        dpopKey: proof?.storedPEM
                     )
                 }
                 if password {
@@ -365,6 +396,9 @@ final class OAuthGrantSource: CredentialSource {
                 stored.lastErrorAt = now
                 if stored.configFingerprint == nil {
                     stored.configFingerprint = fingerprint
+                }
+                if stored.configFingerprint == fingerprint, stored.dpopKey == nil {
+                    stored.dpopKey = proof?.storedPEM
                 }
             }
             asked.retryAfter = failure.retryAfter

@@ -106,14 +106,23 @@ struct TokenEndpointClient: Sendable {
     /// nil waits for any that ends before the deadline (a login, a command). Once
     /// `cancellation` fires, the transfer in flight is stopped, no retry starts, and
     /// `completion` may never run (the canceller answers its own waiters).
+    ///
+    /// With `proof`, every attempt carries a fresh DPoP proof (RFC 9449 §5), and an answer
+    /// 400 `use_dpop_nonce` (§8) is followed at once by one more attempt with the nonce it gave.
     func request(
         _ parameters: [(String, String)],
         deadline: ContinuousClock.Instant,
         longestRetryAfter: Double? = nil,
         cancellation: CancellationSignal? = nil,
+        proof: DPoPBinding? = nil,
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
-        let bounds = Bounds(deadline: deadline, longestRetryAfter: longestRetryAfter, cancellation: cancellation)
+        let bounds = Bounds(
+            deadline: deadline,
+            longestRetryAfter: longestRetryAfter,
+            cancellation: cancellation,
+            proof: proof
+        )
         if let tokenURL = self.provider.tokenURL {
             self.request(parameters, tokenURL: tokenURL, bounds: bounds, completion: completion)
             return
@@ -157,6 +166,8 @@ struct TokenEndpointClient: Sendable {
         var deadline: ContinuousClock.Instant
         var longestRetryAfter: Double?
         var cancellation: CancellationSignal?
+        /// The key and nonces of DPoP proofs, when the provider binds its tokens.
+        var proof: DPoPBinding?
     }
 
     private func request(
@@ -173,12 +184,13 @@ struct TokenEndpointClient: Sendable {
         case .success(let built):
             request = built
         }
-        self.attempt(request, number: 0, bounds: bounds, completion: completion)
+        self.attempt(request, number: 0, nonceRetried: false, bounds: bounds, completion: completion)
     }
 
     private func attempt(
         _ request: UpstreamFetcher.Request,
         number: Int,
+        nonceRetried: Bool,
         bounds: Bounds,
         completion: @escaping @Sendable (Result<Issued, Failure>) -> Void
     ) {
@@ -189,8 +201,23 @@ struct TokenEndpointClient: Sendable {
         let sentAt = ContinuousClock.now
         var bounded = request
         bounded.timeout = max(0.001, Double((deadline - sentAt).milliseconds) / 1000)
+        if let binding = bounds.proof {
+            // A new proof for every attempt: a server refuses a `jti` it has seen (RFC 9449 §11.1).
+            switch binding.proof(method: "POST", url: request.url, accessToken: nil) {
+            case .success(let proof):
+                bounded.headers.replaceOrAdd(name: "DPoP", value: proof)
+            case .failure(let failure):
+                completion(.failure(Failure(error: self.error(failure.description))))
+                return
+            }
+        }
         let headTimeout = bounded.headTimeout
         self.fetcher.fetch(bounded, cancellation: bounds.cancellation) { result in
+            if let binding = bounds.proof, case .success(let response) = result,
+                let nonce = response.headers.first("DPoP-Nonce")
+            {
+                binding.nonces.record(nonce, from: request.url)
+            }
             let retryAfter: Double?
             var failure: Failure
             switch result {
@@ -208,7 +235,8 @@ struct TokenEndpointClient: Sendable {
                 switch TokenResponseParser.parse(
                     status: response.status,
                     body: response.body,
-                    contentType: response.headers.first("Content-Type")
+                    contentType: response.headers.first("Content-Type"),
+                    acceptsDPoP: bounds.proof != nil
                 ) {
                 case .success(let token):
                     completion(.success(Issued(response: token, sentAt: sentAt)))
@@ -221,6 +249,21 @@ struct TokenEndpointClient: Sendable {
                         oauthError: endpointError.error.map { Redaction.redact($0, secrets) },
                         errorDescription: endpointError.description.map { Redaction.redact($0, secrets) }
                     )
+                    if endpointError.error == "use_dpop_nonce", let binding = bounds.proof, !nonceRetried,
+                        binding.nonces.nonce(for: request.url) != nil
+                    {
+                        // RFC 9449 §8: the server wants a nonce, and gave one; not a failure to
+                        // back off from.
+                        binding.nonceRetried(at: .tokenEndpoint)
+                        self.attempt(
+                            request,
+                            number: number,
+                            nonceRetried: true,
+                            bounds: bounds,
+                            completion: completion
+                        )
+                        return
+                    }
                     if endpointError.isPermanent {
                         completion(.failure(failure))
                         return
@@ -243,7 +286,7 @@ struct TokenEndpointClient: Sendable {
                 return
             }
             DeadlineScheduler.shared.schedule(at: .now + BoundedSeconds.duration(delay)) {
-                self.attempt(request, number: number + 1, bounds: bounds, completion: completion)
+                self.attempt(request, number: number + 1, nonceRetried: false, bounds: bounds, completion: completion)
             }
         }
     }

@@ -14,7 +14,9 @@ enum TokenResponseParser {
     /// A `contentType` of `application/x-www-form-urlencoded` is read as a form (as GitHub
     /// answers without `Accept: application/json`, and OAuth 1 providers do); any other, or
     /// none, as JSON. Both go through the same checks.
-    static func parse(status: Int, body: [UInt8], contentType: String? = nil) -> Result<
+    /// A `DPoP` `token_type` (RFC 9449 §5) is accepted only when `acceptsDPoP`: the request
+    /// carried a proof.
+    static func parse(status: Int, body: [UInt8], contentType: String? = nil, acceptsDPoP: Bool = false) -> Result<
         TokenResponse, TokenEndpointError
     > {
         let object: [String: Any]
@@ -56,8 +58,11 @@ enum TokenResponseParser {
             }
         }
         if let type = object["token_type"] {
-            // RFC 6750 bearer tokens only; "N_A" is what RFC 8693 exchanges may answer.
-            guard let type = type as? String, ["bearer", "n_a"].contains(type.lowercased()) else {
+            // RFC 6750 bearer tokens; "N_A" is what RFC 8693 exchanges may answer; "DPoP" a
+            // token bound to the proof's key (RFC 9449 §5).
+            guard let type = type as? String,
+                ["bearer", "n_a"].contains(type.lowercased()) || (acceptsDPoP && type.lowercased() == "dpop")
+            else {
                 return .failure(TokenEndpointError(problem: "unsupported token_type", status: status))
             }
         }

@@ -60,6 +60,12 @@ extension ProviderConfiguration {
             self.audience, self.resource, self.username, self.subject, self.issuerClaim, self.serviceAccountFile,
             seed.map { Hex.encode(SHA256.hash(data: Data($0.utf8))) },
         ]
+        if let dpop = self.dpop {
+            // A token bound to one key is of no use with another (RFC 9449 §6): a configured
+            // key counts by its contents, a generated one lives in the record itself.
+            let key = (try? dpop.key?.resolve()).flatMap { $0 }
+            fields += ["dpop " + dpop.algorithm.rawValue, key.map { Hex.encode(SHA256.hash(data: Data($0.utf8))) }]
+        }
         if self.grant == .oauth1 {
             // An OAuth 1 token belongs to one consumer at one provider.
             fields += [self.consumerKey, self.requestTokenURL, self.accessTokenURL]

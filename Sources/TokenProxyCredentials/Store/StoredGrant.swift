@@ -29,6 +29,9 @@ package struct StoredGrant: Codable, Sendable, Equatable {
     var lastError: String?
     /// When ``lastError`` happened.
     var lastErrorAt: Date?
+    /// The DPoP private key (PEM) the proxy generated for the provider (`dpop` without a
+    /// `key`): the tokens are bound to it, so it is kept with them.
+    var dpopKey: String?
 
     /// Creates a record.
     init(
@@ -43,7 +46,8 @@ package struct StoredGrant: Codable, Sendable, Equatable {
         configFingerprint: String? = nil,
         needsLogin: Bool? = nil,
         lastError: String? = nil,
-        lastErrorAt: Date? = nil
+        lastErrorAt: Date? = nil,
+        dpopKey: String? = nil
     ) {
         self.accessToken = accessToken
         self.tokenType = tokenType
@@ -57,6 +61,7 @@ package struct StoredGrant: Codable, Sendable, Equatable {
         self.needsLogin = needsLogin
         self.lastError = lastError
         self.lastErrorAt = lastErrorAt
+        self.dpopKey = dpopKey
     }
 
     enum CodingKeys: String, CodingKey {
@@ -72,5 +77,6 @@ package struct StoredGrant: Codable, Sendable, Equatable {
         case needsLogin = "needs_login"
         case lastError = "last_error"
         case lastErrorAt = "last_error_at"
+        case dpopKey = "dpop_key"
     }
 }
