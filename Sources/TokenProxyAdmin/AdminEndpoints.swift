@@ -99,6 +99,8 @@ package struct AdminEndpoints: Sendable {
         struct Provider: Encodable {
             var name: String
             var grant: String
+            /// The DPoP key's thumbprint, for a provider with `dpop` once its key is known.
+            var dpop_jkt: String?
         }
         var status: String
         var version: String
@@ -124,7 +126,11 @@ package struct AdminEndpoints: Sendable {
                 )
             },
             providers: self.configuration.providers.values.sorted { $0.name < $1.name }.map {
-                StatusDocument.Provider(name: $0.name, grant: $0.grant.rawValue)
+                StatusDocument.Provider(
+                    name: $0.name,
+                    grant: $0.grant.rawValue,
+                    dpop_jkt: self.credentials?.entry($0.name)?.source.proofThumbprint
+                )
             }
         )
     }

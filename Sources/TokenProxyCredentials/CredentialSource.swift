@@ -10,6 +10,10 @@ package protocol CredentialSource: Sendable {
     /// makes replaying a request after a 401 worthwhile.
     var canRenew: Bool { get }
 
+    /// The thumbprint (`jkt`, RFC 7638) of the DPoP key the tokens are bound to, once known;
+    /// nil for a source without `dpop`.
+    var proofThumbprint: String? { get }
+
     /// Forgets `token` if it is still the current one: the upstream refused it (a 401).
     /// A newer token obtained meanwhile is kept.
     func invalidate(_ token: AccessToken)
@@ -27,6 +31,9 @@ package protocol CredentialSource: Sendable {
 extension CredentialSource {
     /// Sources that cannot produce a different token say so, and a 401 is not replayed.
     var canRenew: Bool { true }
+
+    /// Sources without `dpop` have no key.
+    var proofThumbprint: String? { nil }
 
     /// Forgets `token` if it is still the current one; by default there is nothing to forget.
     func invalidate(_ token: AccessToken) {}

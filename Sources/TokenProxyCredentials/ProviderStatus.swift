@@ -18,6 +18,9 @@ package struct ProviderStatus: Sendable, Equatable {
     package var loginRequired: Bool
     /// The last failure recorded, when there is one.
     package var lastError: String?
+    /// The thumbprint (`jkt`, RFC 7638) of the provider's DPoP key: the configured key's, or
+    /// the stored one's; nil without `dpop`, or before a key was made.
+    package var dpopThumbprint: String?
 
     /// The status of every provider in `configuration` from `contents` of the store, in name order.
     package static func all(
@@ -52,7 +55,16 @@ package struct ProviderStatus: Sendable, Equatable {
                 hasRefreshToken: hasRefresh,
                 expiresIn: grant?.accessToken == nil ? nil : expiresIn,
                 loginRequired: loginRequired,
-                lastError: grant?.lastError ?? contents.grants[name]?.lastError
+                lastError: grant?.lastError ?? contents.grants[name]?.lastError,
+                dpopThumbprint: provider.dpop.flatMap { dpop -> String? in
+                    let pem: String?
+                    if let key = dpop.key {
+                        pem = try? key.resolve()
+                    } else {
+                        pem = grant?.dpopKey
+                    }
+                    return pem.flatMap { try? DPoPKey(pem: $0, algorithm: dpop.algorithm).thumbprint }
+                }
             )
         }
     }

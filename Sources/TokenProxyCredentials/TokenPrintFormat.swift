@@ -8,9 +8,11 @@ package enum TokenPrintFormat: String, CaseIterable, Sendable {
     /// The token alone.
     case raw
     /// The header line as the proxy would send it: `Authorization: Bearer …`, or the
-    /// provider's own `header` and `format`.
+    /// provider's own `header` and `format`; for a DPoP-bound token, `Authorization: DPoP …`
+    /// and a `DPoP` proof line for the request named.
     case header
-    /// `{"access_token", "token_type", "expires_at"}`.
+    /// `{"access_token", "token_type", "expires_at"}`; for a DPoP-bound token also `jkt`,
+    /// and `dpop`, a proof for the request named.
     case json
 
     /// The JSON form: `token_type` is the scheme of an `Authorization` format such as
@@ -20,11 +22,15 @@ package enum TokenPrintFormat: String, CaseIterable, Sendable {
         var accessToken: String
         var tokenType: String?
         var expiresAt: String?
+        var thumbprint: String?
+        var proof: String?
 
         enum CodingKeys: String, CodingKey {
             case accessToken = "access_token"
             case tokenType = "token_type"
             case expiresAt = "expires_at"
+            case thumbprint = "jkt"
+            case proof = "dpop"
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -33,34 +39,70 @@ package enum TokenPrintFormat: String, CaseIterable, Sendable {
             // Present and null when unknown, so a reader finds every key.
             try container.encode(self.tokenType, forKey: .tokenType)
             try container.encode(self.expiresAt, forKey: .expiresAt)
+            try container.encodeIfPresent(self.thumbprint, forKey: .thumbprint)
+            try container.encodeIfPresent(self.proof, forKey: .proof)
+        }
+    }
+
+    /// The request a DPoP proof is made for (`--method`, `--url`).
+    package struct ProofRequest: Sendable {
+        package var method: String
+        package var url: String
+
+        package init(method: String, url: String) {
+            self.method = method
+            self.url = url
         }
     }
 
     /// What to print for `token` of `provider`, without the final newline; an error when
     /// the token could not be sent in a header (a control character in it).
+    /// For a DPoP-bound token, `request` is what the proof is made for; `header` needs it.
     package func render(
         _ token: AccessToken,
         formatter: CredentialFormatter,
         provider: String,
+        request: ProofRequest? = nil,
         now: (clock: ContinuousClock.Instant, wall: Date) = (.now, Date())
     ) -> Result<String, ProxyError> {
-        let header: CredentialHeader
+        var header: CredentialHeader
         switch formatter.header(for: token, provider: provider) {
         case .failure(let error): return .failure(error)
         case .success(let made): header = made
+        }
+        var proof: String?
+        if let binding = token.binding {
+            header = CredentialHeader(name: "Authorization", value: "DPoP " + token.value)
+            if let request {
+                switch binding.proof(method: request.method, url: request.url, accessToken: token.value) {
+                case .success(let made): proof = made
+                case .failure(let failure):
+                    return .failure(ProxyError(.tokenUnavailable, failure.description, provider: provider))
+                }
+            } else if self == .header {
+                return .failure(
+                    ProxyError(
+                        .badRequest,
+                        "the token is bound to a DPoP key: --url (and --method) name the request its proof is for",
+                        provider: provider
+                    )
+                )
+            }
         }
         switch self {
         case .raw:
             return .success(token.value)
         case .header:
-            return .success("\(header.name): \(header.value)")
+            return .success("\(header.name): \(header.value)" + (proof.map { "\nDPoP: \($0)" } ?? ""))
         case .json:
             let form = JSONForm(
                 accessToken: token.value,
-                tokenType: Self.scheme(of: formatter),
+                tokenType: token.binding == nil ? Self.scheme(of: formatter) : "DPoP",
                 expiresAt: token.expiresAt.map {
                     Self.rfc3339(now.wall.addingTimeInterval(Self.seconds($0 - now.clock)))
-                }
+                },
+                thumbprint: token.binding?.key.thumbprint,
+                proof: proof
             )
             var bytes = JSONOutput.encode(form)
             bytes.removeLast()

@@ -30,6 +30,11 @@ struct StatusCommand: ParsableCommand {
             ])
         }
         print(Self.table(rows), terminator: "")
+        for status in ProviderStatus.all(configuration, contents: contents) {
+            if let thumbprint = status.dpopThumbprint {
+                print("\(TextEscaping.escape(status.name)): DPoP key jkt \(thumbprint)")
+            }
+        }
         print("token store: \(TextEscaping.escape(store.location))")
         if let problem = store.unavailability() {
             // What was read came from this process's memory: nothing the fleet shares.

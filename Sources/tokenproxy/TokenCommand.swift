@@ -1,8 +1,10 @@
 import ArgumentParser
 import TokenProxyCredentials
 
-/// `tokenproxy token PROVIDER [--format raw|header|json]`: prints a valid access token
-/// (refreshing it when needed) on stdout and nothing else; every message goes to stderr.
+/// `tokenproxy token PROVIDER [--format raw|header|json] [--method M --url U]`: prints a
+/// valid access token (refreshing it when needed) on stdout and nothing else; every message
+/// goes to stderr. For a DPoP-bound token, `--method` and `--url` name the request the
+/// printed proof is for.
 struct TokenCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token",
@@ -12,6 +14,10 @@ struct TokenCommand: ParsableCommand {
     @Argument(help: "Provider name.") var provider: String
     @Option(help: "raw: the token alone; header: the header line the proxy sends; json: token, type and expiry.")
     var format: TokenPrintFormat = .raw
+    @Option(help: "For a DPoP-bound token: the method of the request the proof is for.")
+    var method: String = "GET"
+    @Option(help: "For a DPoP-bound token: the URL of the request the proof is for.")
+    var url: String?
 
     func run() throws {
         let context = try CredentialCommandContext(options: self.options)
@@ -22,7 +28,8 @@ struct TokenCommand: ParsableCommand {
             throw ExitStatus.configError
         }
         let (token, entry) = try context.token(of: self.provider)
-        switch self.format.render(token, formatter: entry.formatter, provider: self.provider) {
+        let request = self.url.map { TokenPrintFormat.ProofRequest(method: self.method, url: $0) }
+        switch self.format.render(token, formatter: entry.formatter, provider: self.provider, request: request) {
         case .success(let text):
             print(text)
         case .failure(let error):

@@ -1,7 +1,8 @@
 """A WebSocket server (the `websockets` package from PyPI) that checks a bearer token, for
 the tunnel tests. Prints `READY <port>` once listening.
 
-Arguments: --accept TOKEN (repeatable): the bearer tokens it takes; others get 401.
+Arguments: --accept TOKEN (repeatable): the bearer tokens it takes; --accept-dpop TOKEN
+(repeatable): the DPoP-bound tokens it takes (the proof is recorded, not checked); others get 401.
 --tls CERT KEY [--client-ca CA]: serve TLS (with client certificates checked against CA).
 
 Paths: /echo echoes every message; /close/CODE closes with CODE; /flood/N sends N bytes in
@@ -23,12 +24,13 @@ from websockets.asyncio.server import serve
 from websockets.datastructures import Headers
 from websockets.http11 import Response
 
-stats = {"handshakes": 0, "refused": 0, "open": 0, "max_open": 0, "close_codes": [], "authorizations": []}
+stats = {"handshakes": 0, "refused": 0, "open": 0, "max_open": 0, "close_codes": [], "authorizations": [], "proofs": []}
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--accept", action="append", default=[])
+    parser.add_argument("--accept-dpop", action="append", default=[])
     parser.add_argument("--tls", nargs=2)
     parser.add_argument("--client-ca")
     arguments = parser.parse_args()
@@ -43,6 +45,7 @@ def plain(status, text):
 
 async def run(arguments):
     accepted = {f"Bearer {token}" for token in arguments.accept}
+    accepted |= {f"DPoP {token}" for token in arguments.accept_dpop}
 
     def check(connection, request):
         if request.path == "/stats":
@@ -50,6 +53,7 @@ async def run(arguments):
         stats["handshakes"] += 1
         authorization = request.headers.get("Authorization", "")
         stats["authorizations"].append(authorization)
+        stats["proofs"].append(request.headers.get("DPoP", ""))
         if authorization not in accepted:
             stats["refused"] += 1
             return plain(http.HTTPStatus.UNAUTHORIZED, "invalid token\n")

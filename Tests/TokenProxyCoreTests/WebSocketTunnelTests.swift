@@ -70,6 +70,30 @@ struct WebSocketTunnelTests {
         #expect(!exposition().contains(#"tokenproxy_request_duration_seconds_count{route="/ws"}"#))
     }
 
+    @Test func aHandshakeWithADPoPBoundTokenCarriesAProofOfIt() throws {
+        let authorization = try FakeDPoPServer()
+        let server = try WebSocketServer(accept: [], acceptDPoP: ["dpop-token-1"])
+        let proxy = try self.proxy(
+            upstream: "http://127.0.0.1:\(server.port)",
+            provider: """
+                {"grant": "client_credentials", "token_url": "\(authorization.tokenURL)", "client_id": "c",
+                 "client_secret": "s", "allow_insecure_endpoints": true, "dpop": {"alg": "ES256"}}
+                """
+        )
+        let echo = try WebSocketClient.run("echo", url: "ws://127.0.0.1:\(proxy.port)/ws")
+        #expect(echo["text"] as? Bool == true)
+        let stats = try server.stats()
+        #expect(stats.authorizations == ["DPoP dpop-token-1"])
+        let proof = try #require(stats.proofs.first)
+        let verified = try DPoPProofVerifier.verify(
+            proof,
+            method: "GET",
+            url: "http://127.0.0.1:\(server.port)/echo",
+            accessToken: "dpop-token-1"
+        )
+        #expect(verified.thumbprint == authorization.tokenRequests.last?.thumbprint)
+    }
+
     @Test func theHandshakeCarriesTheCredentialNotTheClients() throws {
         let server = try WebSocketServer(accept: ["ws-token"])
         let proxy = try self.proxy(upstream: "http://127.0.0.1:\(server.port)")

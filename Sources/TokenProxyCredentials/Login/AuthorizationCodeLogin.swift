@@ -117,8 +117,13 @@ package final class AuthorizationCodeLogin: Sendable {
         deadline: LoginDeadline
     ) -> Result<LoginResult, LoginError> {
         let requestEnd = deadline.instant(atMost: self.requestSeconds)
+        let proof: DPoPKeyring.Key?
+        switch self.storage.proofKey() {
+        case .success(let key): proof = key
+        case .failure(let error): return .failure(error)
+        }
         let answer = deadline.wait(Self.exchangeStep) { done in
-            self.client.request(parameters, deadline: requestEnd, completion: done)
+            self.client.request(parameters, deadline: requestEnd, proof: proof?.binding, completion: done)
         }
         switch answer {
         case .failure(let error):
@@ -127,7 +132,7 @@ package final class AuthorizationCodeLogin: Sendable {
             let error = LoginError(.exchangeFailed, failure.error.message)
             return .failure(deadline.explain(error, during: Self.exchangeStep))
         case .success(.success(let issued)):
-            return self.storage.save(issued, deadline: deadline)
+            return self.storage.save(issued, proof: proof, deadline: deadline)
         }
     }
 }

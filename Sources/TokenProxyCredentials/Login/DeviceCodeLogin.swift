@@ -100,6 +100,11 @@ package final class DeviceCodeLogin: Sendable {
             lifetime: authorization.prompt.expiresIn
         )
         var action = machine.firstAction
+        let proof: DPoPKeyring.Key?
+        switch self.storage.proofKey() {
+        case .success(let key): proof = key
+        case .failure(let error): return .failure(error)
+        }
         let parameters = [
             ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", authorization.deviceCode),
         ]
@@ -108,14 +113,14 @@ package final class DeviceCodeLogin: Sendable {
             guard !deadline.hasPassed else { return .failure(deadline.timedOut(Step.approval)) }
             let requestEnd = deadline.instant(atMost: self.requestSeconds)
             let result = deadline.wait(Step.poll) { done in
-                self.client.request(parameters, deadline: requestEnd, completion: done)
+                self.client.request(parameters, deadline: requestEnd, proof: proof?.binding, completion: done)
             }
             let elapsed = Double((ContinuousClock.now - issuedAt).milliseconds) / 1000
             switch result {
             case .failure(let error):
                 return .failure(error)
             case .success(.success(let issued)):
-                return self.storage.save(issued, deadline: deadline)
+                return self.storage.save(issued, proof: proof, deadline: deadline)
             case .success(.failure(let failure)) where failure.oauthError == nil && deadline.hasPassed:
                 return .failure(deadline.timedOut(Step.poll))
             case .success(.failure(let failure)):

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import TokenProxyConfiguration
 import TokenProxySupport
 
@@ -12,15 +13,36 @@ struct LoginStorage {
     /// What a login is doing while it waits for the provider's store lock.
     static let lockStep = "waiting for the token store's lock"
 
-    /// Stores `issued` as the provider's tokens, replacing what was there; the wait for the
-    /// lock ends with the login's `deadline`.
-    func save(_ issued: TokenEndpointClient.Issued, deadline: LoginDeadline) -> Result<LoginResult, LoginError> {
-        let grant = StoredGrant.issued(
+    /// The DPoP key a login's token request proves possession of (`dpop`): the configured
+    /// one, the one the provider's record keeps, or a new one that ``save(_:proof:deadline:)``
+    /// keeps with the tokens bound to it. Nil without `dpop`.
+    func proofKey() -> Result<DPoPKeyring.Key?, LoginError> {
+        guard let dpop = self.provider.dpop else { return .success(nil) }
+        let fingerprint = self.provider.tokenFingerprint()
+        let record = (try? self.store.read())?.grants[self.provider.name]
+        let stored = record?.configFingerprint == fingerprint ? record?.dpopKey : nil
+        let keyring = DPoPKeyring(
+            provider: self.provider.name,
+            configuration: dpop,
+            logger: Logger(label: "tokenproxy.login")
+        )
+        return keyring.key(stored: stored).map { $0 }.mapError { LoginError(.exchangeFailed, $0.description) }
+    }
+
+    /// Stores `issued` as the provider's tokens, replacing what was there, with the DPoP key
+    /// `proof` they are bound to; the wait for the lock ends with the login's `deadline`.
+    func save(
+        _ issued: TokenEndpointClient.Issued,
+        proof: DPoPKeyring.Key? = nil,
+        deadline: LoginDeadline
+    ) -> Result<LoginResult, LoginError> {
+        var grant = StoredGrant.issued(
             issued,
             defaultExpiresIn: self.provider.defaultExpiresIn,
             previousRefreshToken: nil,
             fingerprint: self.provider.tokenFingerprint()
         )
+        grant.dpopKey = proof?.storedPEM
         do {
             // The code is spent already: wait for a proxy's refresh longer than a request would.
             let lock = try self.store.lockProvider(

@@ -91,6 +91,10 @@ final class OAuthGrantSource: CredentialSource {
         self.token(completion: completion, until: nil)
     }
 
+    var proofThumbprint: String? {
+        self.keyring?.thumbprint
+    }
+
     /// A token for a caller whose wait ends at `until` (nil: the wait limit from now).
     private func token(
         completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void,

@@ -101,7 +101,10 @@ def free_port():
 # ---------------------------------------------------------------------------- certificates
 
 def openssl(*args, cwd):
-    result = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True)
+    try:
+        result = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise FixtureError("openssl is not installed (apt-get install -y openssl)")
     if result.returncode != 0:
         raise FixtureError(f"openssl {' '.join(args)} failed: {result.stderr.strip()}")
 
@@ -234,12 +237,15 @@ static_files_mime_types =
 # ---------------------------------------------------------------------------- admin API
 
 class Admin:
-    def __init__(self, api_url, context):
+    def __init__(self, api_url, context, process):
         self.api_url = api_url
         self.context = context
+        self.process = process
         self.cookie = None
 
     def call(self, method, path, body=None, expect=(200,)):
+        if self.process.poll() is not None:
+            raise FixtureError(f"glewlwyd exited with status {self.process.returncode}")
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.api_url + path, data=data, method=method)
         if data is not None:
@@ -265,7 +271,11 @@ def wait_until_listening(port, process, deadline, log_file):
             raise FixtureError(f"glewlwyd exited with status {process.returncode} before listening")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
+                pass
+            time.sleep(0.2)  # a glewlwyd that failed to bind exits right away
+            if process.poll() is None:
                 return
+            continue
         except OSError:
             pass
         if time.monotonic() > deadline:
@@ -281,7 +291,7 @@ def provision(admin, base_url, nonce_counter):
             admin.call("POST", "/auth/", {"username": ADMIN_USERNAME, "password": ADMIN_PASSWORD})
             break
         except (FixtureError, OSError) as error:
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or admin.process.poll() is not None:
                 raise FixtureError(f"admin login failed: {error}")
             time.sleep(0.2)
 
@@ -329,8 +339,8 @@ def provision(admin, base_url, nonce_counter):
             "subject-type": "public",
             "scope": [],
             "claims": [],
-            "name-claim": "on-demand",
-            "email-claim": "on-demand",
+            "name-claim": "mandatory",
+            "email-claim": "mandatory",
             "address-claim": {"type": "no"},
             "introspection-revocation-allowed": True,
             "introspection-revocation-allow-target-client": True,
@@ -426,6 +436,11 @@ def main():
     workdir = os.path.abspath(args.workdir)
     os.makedirs(workdir, exist_ok=True)
     port = args.port or free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            raise FixtureError(f"port {port} on 127.0.0.1 is not free: {error}")
     base_url = f"https://127.0.0.1:{port}"
     certs = make_certificates(os.path.join(workdir, "certs"))
     database = os.path.join(workdir, "glewlwyd.db")
@@ -450,7 +465,7 @@ def main():
     try:
         wait_until_listening(port, process, deadline, log_file)
         context = ssl.create_default_context(cafile=certs["ca.crt"])
-        discovery = provision(Admin(base_url + "/api", context), base_url, args.dpop_nonce_counter)
+        discovery = provision(Admin(base_url + "/api", context, process), base_url, args.dpop_nonce_counter)
     except BaseException as error:
         stop(process)
         if isinstance(error, (FixtureError, OSError, KeyError, ValueError)):

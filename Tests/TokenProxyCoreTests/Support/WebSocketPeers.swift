@@ -12,14 +12,21 @@ final class WebSocketServer {
         var maxOpen: Int
         var closeCodes: [Int]
         var authorizations: [String]
+        /// The `DPoP` header of each handshake ("" when absent).
+        var proofs: [String]
     }
 
     private let server: InteropServer
 
     /// Starts a server taking `accept`; with `tls`, over TLS with that certificate and key,
     /// and with `clientCA`, asking for a client certificate signed by it.
-    init(accept: [String], tls: (certificate: String, key: String)? = nil, clientCA: String? = nil) throws {
-        var arguments = accept.flatMap { ["--accept", $0] }
+    init(
+        accept: [String],
+        acceptDPoP: [String] = [],
+        tls: (certificate: String, key: String)? = nil,
+        clientCA: String? = nil
+    ) throws {
+        var arguments = accept.flatMap { ["--accept", $0] } + acceptDPoP.flatMap { ["--accept-dpop", $0] }
         if let tls {
             arguments += ["--tls", tls.certificate, tls.key]
         }
@@ -40,7 +47,8 @@ final class WebSocketServer {
             refused: object["refused"] as? Int ?? -1,
             maxOpen: object["max_open"] as? Int ?? -1,
             closeCodes: object["close_codes"] as? [Int] ?? [],
-            authorizations: object["authorizations"] as? [String] ?? []
+            authorizations: object["authorizations"] as? [String] ?? [],
+            proofs: object["proofs"] as? [String] ?? []
         )
     }
 }
