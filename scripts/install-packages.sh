@@ -5,7 +5,8 @@
 # TLS tests, Chromium for the browser tests, Prometheus and promtool for the metrics tests,
 # python3-venv for the project's Python environment, git and fcgiwrap for the git credential
 # helper's tests against `git http-backend`, kubectl for the exec credential plugin's,
-# redis-server for the Redis token store's; dpkg-dev, binutils, lintian, man-db, systemd and
+# redis-server for the Redis token store's, glewlwyd (an OpenID Connect server with DPoP and mTLS)
+# for the sender-constrained tokens'; dpkg-dev, binutils, lintian, man-db, systemd and
 # curl to build, lint, install and run the Debian package in scripts/check-deploy.sh). Uses
 # sudo only when not run as root, so it works in a bare container too.
 set -euo pipefail
@@ -15,7 +16,7 @@ case "${1:-build}" in
     build) ;;
     package) packages+=(dpkg-dev binutils) ;;
     test)
-        packages+=(openssl nginx-light chromium prometheus python3-venv git fcgiwrap redis-server
+        packages+=(openssl nginx-light chromium prometheus python3-venv git fcgiwrap redis-server glewlwyd
             dpkg-dev binutils lintian man-db systemd curl)
         ;;
     *) echo "usage: $0 [build|package|test]" >&2; exit 2 ;;
