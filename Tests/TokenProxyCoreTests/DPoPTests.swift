@@ -102,6 +102,34 @@ struct DPoPTests {
         #expect(fixture.exposition.contains(#"tokenproxy_token_requests_total{provider="svc",result="success"} 1"#))
     }
 
+    /// joserfc (from PyPI) checks every proof the proxy sent, so the proxy's own verifier is
+    /// not the only judge: signature, claims, nonce and the key's thumbprint.
+    @Test(arguments: DPoPAlgorithm.allCases)
+    func anIndependentVerifierAcceptsEveryProof(_ algorithm: DPoPAlgorithm) throws {
+        let fixture = try DPoPFixture(dpop: #"{"alg": "\#(algorithm.rawValue)"}"#)
+        #expect(try fixture.send().status == 200)
+        #expect(try fixture.send("POST", "/api/items?x=1", body: Array("a=1".utf8)).status == 200)
+        let server = fixture.server
+        let items: [[String: Any]] = server.requests.compactMap { seen in
+            guard let proof = seen.proof, let thumbprint = seen.thumbprint else { return nil }
+            let token = seen.path == "/token" ? nil : seen.authorization.map { String($0.dropFirst("DPoP ".count)) }
+            return [
+                "proof": proof, "method": seen.method, "url": server.origin + seen.path,
+                "access_token": token as Any, "nonce": seen.nonce as Any, "jkt": thumbprint,
+            ]
+        }
+        #expect(items.count == server.requests.count)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("proofs-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try JSONSerialization.data(withJSONObject: items).write(to: file)
+        let script = ProjectPython.packageRoot.appendingPathComponent("Tests/Interop/dpop_check.py").path
+        let output = try CommandRunner.run([ProjectPython.executable, script, file.path], timeout: 60)
+        let text = String(decoding: output.stdout, as: UTF8.self)
+        let result = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        #expect(result?["checked"] as? Int == items.count, "\(text) \(output.stderr)")
+        #expect((result?["errors"] as? [String])?.isEmpty == true, "\(text)")
+    }
+
     @Test func aBodyIsSentAgainWithTheNonce() throws {
         let fixture = try DPoPFixture()
         let body = Array("{\"name\": \"widget\", \"size\": 3}".utf8)
