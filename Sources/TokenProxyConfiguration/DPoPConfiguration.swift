@@ -12,7 +12,7 @@ package enum DPoPAlgorithm: String, Sendable, Equatable, CaseIterable {
     case edDSA = "EdDSA"
 }
 
-/// A provider's `dpop` key (`docs/guides/sender-constrained-tokens.md`): the algorithm of
+/// A provider's `dpop` key (`docs/guide/sender-constrained-tokens.md`): the algorithm of
 /// the proofs, and the private key, or none for a key the proxy generates once and keeps in
 /// the token store beside the provider's tokens.
 package struct DPoPConfiguration: Sendable, Equatable {
