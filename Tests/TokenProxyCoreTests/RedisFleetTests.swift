@@ -45,6 +45,37 @@ import TokenProxySupport
         return statuses.withLockedValue { $0 }
     }
 
+    /// A generated DPoP key goes into Redis with the tokens bound to it (sealed), so the
+    /// whole fleet proves possession of one key with one token.
+    @Test func aFleetSharesTheDPoPKeyWithTheToken() throws {
+        let redis = try RedisFixture(password: "fleet-pa55")
+        let server = try FakeDPoPServer()
+        server.tokenDelay = 0.3
+        let configuration = """
+            {"token_store": {"redis": {"url": "redis://127.0.0.1:\(redis.port)/2", "password": "fleet-pa55",
+                                       "encryption_key": "fleet-k3y-for-tests", "key_prefix": "fleet:"}},
+             "providers": {"svc": {"grant": "client_credentials", "token_url": "\(server.tokenURL)",
+                                   "client_id": "c", "client_secret": "s", "allow_insecure_endpoints": true,
+                                   "dpop": {"alg": "ES256"}}},
+             "routes": [{"path_prefix": "/api", "upstream": "\(server.origin)/resource", "provider": "svc",
+                         "allow_insecure_upstream": true}]}
+            """
+        let proxies = try (0..<3).map { _ in try TokenProxyProcess(configuration: configuration) }
+        let statuses = Mutex<[Int]>([])
+        let ports = proxies.map(\.port)
+        DispatchQueue.concurrentPerform(iterations: 30) { index in
+            let port = ports[index % ports.count]
+            let status = (try? TestClient(port: port, timeout: 30).get("/api/item/\(index)").status) ?? 0
+            statuses.withLockedValue { $0.append(status) }
+        }
+        #expect(statuses.withLockedValue { $0 }.allSatisfy { $0 == 200 })
+        #expect(server.tokenRequests.filter { $0.status == 200 }.count == 1)
+        #expect(Set(server.requests.compactMap(\.thumbprint)).count == 1)
+        #expect(server.resourceRequests.allSatisfy { $0.problem == nil })
+        let sealed = try redis.cli(["-n", "2", "--raw", "HGET", "fleet:tokens", "grant:svc"])
+        #expect(sealed.hasPrefix("tp1:") && !sealed.contains("PRIVATE KEY"))
+    }
+
     @Test func hundredsOfColdRequestsOnThreeProxiesMakeOneTokenRequest() throws {
         let fleet = try self.fleet(size: 3)
         let statuses = self.burst(fleet, count: 300)

@@ -36,6 +36,36 @@ struct TokenPrintFormatTests {
         #expect(text == #"{"access_token":"t\"1","expires_at":"2027-01-15T08:01:30Z","token_type":"Bearer"}"#)
     }
 
+    @Test func aDPoPBoundTokenPrintsItsSchemeAProofForTheNamedRequestAndItsThumbprint() throws {
+        let key = try DPoPKey.generate(.es256)
+        let token = AccessToken(value: "bound-1", binding: DPoPBinding(key: key, nonces: DPoPNonces()))
+        let request = TokenPrintFormat.ProofRequest(method: "POST", url: "https://api.example/v1/items?x=1")
+        let header = try TokenPrintFormat.header.render(token, formatter: Self.bearer, provider: "p", request: request)
+            .get()
+        let lines = header.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2)
+        #expect(lines.first == "Authorization: DPoP bound-1")
+        let proof = try #require(lines.last?.dropFirst("DPoP: ".count))
+        let verified = try DPoPProofVerifier.verify(
+            String(proof),
+            method: "POST",
+            url: "https://api.example/v1/items",
+            accessToken: "bound-1"
+        )
+        #expect(verified.thumbprint == key.thumbprint)
+
+        let json = try TokenPrintFormat.json.render(token, formatter: Self.bearer, provider: "p").get()
+        let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        #expect(object?["token_type"] as? String == "DPoP")
+        #expect(object?["jkt"] as? String == key.thumbprint)
+        #expect(object?["dpop"] == nil)
+        // A proof is for one request: without one named, the header form cannot be made.
+        #expect(throws: ProxyError.self) {
+            try TokenPrintFormat.header.render(token, formatter: Self.bearer, provider: "p").get()
+        }
+        #expect(try TokenPrintFormat.raw.render(token, formatter: Self.bearer, provider: "p").get() == "bound-1")
+    }
+
     @Test func jsonSaysNullForWhatIsNotKnown() throws {
         let formatter = CredentialFormatter(header: "X-Api-Key", format: "{token}")
         let text = try TokenPrintFormat.json.render(AccessToken(value: "t-1"), formatter: formatter, provider: "p")
