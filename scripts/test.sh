@@ -44,6 +44,7 @@ tsan_suites=(
     WebSocketTunnelTests TunnelDrainTests TunnelEdgeTests
     DeadlineTests TokenWaitTests BackgroundRefreshTests CredentialWorkerTests MachineGrantTests
     ClientCredentialsTests ReadinessTests StoreWatchTests SharedStoreTests LogWriterTests ProviderReloadTests
+    DPoPTests
 )
 TSAN_OPTIONS="suppressions=$PWD/scripts/tsan.supp halt_on_error=1 ${TSAN_OPTIONS:-}" \
     swift test --sanitize=thread --scratch-path .build-tsan \
