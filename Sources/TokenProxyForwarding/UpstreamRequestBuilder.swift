@@ -8,6 +8,9 @@ enum UpstreamRequestBuilder {
     /// The `X-Forwarded-*` fields, set anew for this hop.
     static let forwarded = HeaderNameSet(["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"])
 
+    /// A DPoP proof (RFC 9449 §4.1), which goes with the credential it proves.
+    static let proof = HeaderNameSet(["dpop"])
+
     /// Fields that front proxies set to tell an upstream which path was really asked for, and
     /// that IIS, Symfony, Zend and Spring route by: from a client they would move the request
     /// out of the route's base path (`docs/reference/http-behaviour.md`, "A route's base path is a
@@ -53,7 +56,7 @@ enum UpstreamRequestBuilder {
             UpstreamRequest.hopByHop.contains(name) || Self.forwarded.contains(name)
                 || Self.pathOverrides.contains(name)
                 || credentialHeader.map { HTTPHeaders.name(name, equals: $0) } == true
-                || (replacesProof && HTTPHeaders.name(name, equals: "DPoP"))
+                || (replacesProof && Self.proof.contains(name))
                 || named.contains { HTTPHeaders.name(name, equals: $0) }
         }
 

@@ -7,8 +7,9 @@ import TokenProxySupport
 
 /// What a DPoP-bound token is sent with (RFC 9449): the key it is bound to, and the nonces
 /// the servers it goes to asked for. It travels with the ``AccessToken``, so whoever holds the
-/// token can prove possession for each request it makes.
-package struct DPoPBinding: Sendable {
+/// token can prove possession for each request it makes. A class, so that a token (bound or
+/// not) stays cheap to copy: one reference, nil for a bearer token.
+package final class DPoPBinding: Sendable {
     /// The key the token is bound to.
     package let key: DPoPKey
     /// The latest nonce from each origin.
