@@ -61,6 +61,12 @@ package struct ProviderConfiguration: Sendable, Equatable {
     package var caFile: String?
     /// `allow_insecure_endpoints`: allow `http://` endpoints (tests, local servers). Default false.
     package var allowInsecureEndpoints: Bool = false
+    /// `client_cert`: the PEM client certificate (a secret, usually a file) presented in the
+    /// TLS handshake with the provider's endpoints and, unless a route has its own, with the
+    /// upstreams of its routes (RFC 8705: mTLS client authentication and certificate-bound tokens).
+    package var clientCert: Secret?
+    /// `client_key`: the PEM private key of `client_cert` (a secret, usually a file).
+    package var clientKey: Secret?
 
     // MARK: Grant keys
 
@@ -155,6 +161,7 @@ package struct ProviderConfiguration: Sendable, Equatable {
             ("refresh_token", \.refreshToken), ("password", \.password), ("key", \.key),
             ("subject_token", \.subjectToken), ("actor_token", \.actorToken), ("token", \.token),
             ("consumer_secret", \.consumerSecret), ("private_key", \.privateKey), ("token_secret", \.tokenSecret),
+            ("client_cert", \.clientCert), ("client_key", \.clientKey),
         ]
     }
 
