@@ -15,12 +15,13 @@ struct LoginStorage {
     /// Stores `issued` as the provider's tokens, replacing what was there; the wait for the
     /// lock ends with the login's `deadline`.
     func save(_ issued: TokenEndpointClient.Issued, deadline: LoginDeadline) -> Result<LoginResult, LoginError> {
-        let grant = StoredGrant.issued(
+        var grant = StoredGrant.issued(
             issued,
             defaultExpiresIn: self.provider.defaultExpiresIn,
             previousRefreshToken: nil,
             fingerprint: self.provider.tokenFingerprint()
         )
+        grant.certificateThumbprint = self.provider.clientCertificateThumbprint()
         do {
             // The code is spent already: wait for a proxy's refresh longer than a request would.
             let lock = try self.store.lockProvider(
