@@ -4,6 +4,7 @@ import Testing
 @testable import TokenProxyConfiguration
 @testable import TokenProxyCredentials
 @testable import TokenProxyForwarding
+@testable import TokenProxySupport
 @testable import TokenProxyUpstream
 
 /// RFC 8705 against a real nginx requiring client certificates: `tls_client_auth` at the
@@ -186,6 +187,31 @@ struct MutualTLSTests {
         #expect(response.header("X-Seen-Authorization") == "Bearer bound-1")
         #expect(fixture.endpoint.requests.map(\.path) == ["/token"])
         #expect(fixture.endpoint.requests.first?.fingerprint == (try fixture.currentFingerprint()))
+    }
+
+    @Test func revocationAndDeviceAuthorizationPostsPresentTheCertificate() throws {
+        let fixture = try MutualTLSFixture()
+        let configuration = TestProxy.configuration(
+            #"{"providers": {"svc": \#(self.provider(fixture))}, "routes": []}"#
+        )
+        let client = TokenEndpointClient(
+            provider: try #require(configuration.providers["svc"]),
+            fetcher: UpstreamFetcher(engine: ForwardingFixture.engine),
+            limits: Limits()
+        )
+        let answer = Locked<Result<UpstreamResponse, ProxyError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        client.post([("token", "old-token")], to: fixture.tokenURL, timeout: 10) { result in
+            answer.withLockedValue { $0 = result }
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 15) == .success)
+        let response = try #require(try answer.withLockedValue { $0 }?.get())
+        #expect(response.status == 200)
+        let seen = try #require(fixture.endpoint.requests.first)
+        #expect(seen.fingerprint == (try fixture.currentFingerprint()))
+        #expect(seen.form["client_id"] == "mtls-client")
+        #expect(seen.form["token"] == "old-token")
     }
 
     @Test func theThumbprintIsTheBase64URLSHA256OfTheCertificatesDER() throws {
