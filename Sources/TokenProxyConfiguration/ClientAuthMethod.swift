@@ -10,4 +10,16 @@ package enum ClientAuthMethod: String, Sendable, Equatable, Hashable, CaseIterab
     case privateKeyJWT = "private_key_jwt"
     /// No client authentication; `client_id` is sent as a parameter when set (public clients).
     case none
+    /// Mutual TLS with a certificate issued by a PKI the server trusts (RFC 8705 §2.1):
+    /// `client_cert` and `client_key` are presented in the TLS handshake, `client_id` is sent
+    /// as a parameter, and no secret.
+    case tlsClientAuth = "tls_client_auth"
+    /// Mutual TLS with a self-signed certificate the server knows by its registration
+    /// (RFC 8705 §2.2), sent like ``tlsClientAuth``.
+    case selfSignedTLSClientAuth = "self_signed_tls_client_auth"
+
+    /// Whether the client authenticates by its TLS client certificate (RFC 8705 §2).
+    package var isMutualTLS: Bool {
+        self == .tlsClientAuth || self == .selfSignedTLSClientAuth
+    }
 }

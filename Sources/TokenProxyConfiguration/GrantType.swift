@@ -48,6 +48,10 @@ package enum GrantType: String, Sendable, Equatable, Hashable, CaseIterable {
         "format", "ca_file", "allow_insecure_endpoints", "git_username",
     ]
 
+    /// The provider keys of the TLS client certificate, which every grant accepts: the
+    /// certificate goes to the token endpoint and to the routes' upstreams (RFC 8705).
+    static let clientCertificateKeys: [String] = ["client_cert", "client_key"]
+
     /// The keys of an OAuth 2 client talking to a token endpoint; `alg` also signs
     /// `private_key_jwt` client assertions (RFC 7523 §2.2), `dpop` binds its tokens to a key
     /// (RFC 9449).
@@ -86,12 +90,14 @@ package enum GrantType: String, Sendable, Equatable, Hashable, CaseIterable {
 
     /// Every key this grant accepts.
     var keys: [String] {
-        Self.commonKeys + self.specificKeys
+        Self.commonKeys + Self.clientCertificateKeys + self.specificKeys
     }
 
     /// Every provider key of every grant.
     static var allKeys: [String] {
         var seen: Set<String> = []
-        return (Self.commonKeys + Self.allCases.flatMap(\.specificKeys)).filter { seen.insert($0).inserted }
+        return (Self.commonKeys + Self.clientCertificateKeys + Self.allCases.flatMap(\.specificKeys)).filter {
+            seen.insert($0).inserted
+        }
     }
 }

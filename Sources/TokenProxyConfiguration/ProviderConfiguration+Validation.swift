@@ -10,6 +10,7 @@ extension ProviderConfiguration {
         check.endpoints()
         check.grantRequirements()
         if self.grant.usesTokenEndpoint { check.clientAuthentication() }
+        check.clientCertificate()
         check.presentation()
         check.values()
         return check.problems
@@ -196,11 +197,48 @@ private struct ProviderCheck {
         case .none:
             if provider.clientSecret != nil { self.add("client_secret", "not used with \(method)") }
             if provider.clientAssertionKey != nil { self.add("client_assertion_key", "not used with \(method)") }
+        case .tlsClientAuth, .selfSignedTLSClientAuth:
+            // RFC 8705 §2: the certificate authenticates the client; nothing else is sent.
+            if provider.clientCert == nil {
+                self.add("client_cert", "required with \(method) (the PEM client certificate presented over TLS)")
+            }
+            if provider.clientKey == nil {
+                self.add("client_key", "required with \(method) (the client certificate's PEM private key)")
+            }
+            if provider.clientSecret != nil { self.add("client_secret", "not used with \(method)") }
+            if provider.clientAssertionKey != nil { self.add("client_assertion_key", "not used with \(method)") }
         }
         // Grants that always need a client_id were checked with their other keys.
         if provider.clientAuth != .none, provider.clientID == nil, !Self.grantsNeedingClientID.contains(provider.grant)
         {
             self.add("client_id", "required with \(method)")
+        }
+    }
+
+    /// `client_cert` and `client_key` go together, and a literal value must be PEM (a path
+    /// belongs in `{"file": PATH}`). A missing one under a mutual-TLS `client_auth` was
+    /// reported with the method.
+    mutating func clientCertificate() {
+        let provider = self.provider
+        if provider.grant.usesTokenEndpoint, provider.clientAuth.isMutualTLS,
+            provider.clientCert == nil || provider.clientKey == nil
+        {
+            return
+        }
+        if provider.clientKey != nil, provider.clientCert == nil {
+            self.add("client_key", "needs client_cert")
+        }
+        if provider.clientCert != nil, provider.clientKey == nil {
+            self.add("client_key", "required with client_cert (the client certificate's PEM private key)")
+        }
+        if case .literal(let value) = provider.clientCert, !value.contains("-----BEGIN CERTIFICATE-----") {
+            self.add(
+                "client_cert",
+                "must hold a PEM certificate; for a certificate file use {\"file\": \"/path/to/cert.pem\"}"
+            )
+        }
+        if case .literal(let value) = provider.clientKey, !value.contains("-----BEGIN") {
+            self.add("client_key", "must hold a PEM private key; for a key file use {\"file\": \"/path/to/key.pem\"}")
         }
     }
 

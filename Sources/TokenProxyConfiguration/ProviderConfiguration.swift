@@ -64,6 +64,12 @@ package struct ProviderConfiguration: Sendable, Equatable {
     /// `dpop`: sender-constrained tokens (RFC 9449): every token request and every request
     /// with a bound token carries a proof signed with this key. Absent: bearer tokens.
     package var dpop: DPoPConfiguration?
+    /// `client_cert`: the PEM client certificate (a secret, usually a file) presented in the
+    /// TLS handshake with the provider's endpoints and, unless a route has its own, with the
+    /// upstreams of its routes (RFC 8705: mTLS client authentication and certificate-bound tokens).
+    package var clientCert: Secret?
+    /// `client_key`: the PEM private key of `client_cert` (a secret, usually a file).
+    package var clientKey: Secret?
 
     // MARK: Grant keys
 
@@ -158,6 +164,7 @@ package struct ProviderConfiguration: Sendable, Equatable {
             ("refresh_token", \.refreshToken), ("password", \.password), ("key", \.key),
             ("subject_token", \.subjectToken), ("actor_token", \.actorToken), ("token", \.token),
             ("consumer_secret", \.consumerSecret), ("private_key", \.privateKey), ("token_secret", \.tokenSecret),
+            ("client_cert", \.clientCert), ("client_key", \.clientKey),
         ]
     }
 

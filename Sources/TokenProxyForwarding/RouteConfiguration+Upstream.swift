@@ -1,4 +1,5 @@
 import TokenProxyConfiguration
+import TokenProxyCredentials
 import TokenProxySupport
 import TokenProxyUpstream
 
@@ -7,9 +8,12 @@ extension RouteConfiguration {
     /// and a tunnel alike: plain HTTP only without a provider or when allowed, the route's
     /// trust anchors and client certificate, the timeouts. The `client_key` secret is read
     /// now (a rotated key takes effect at the next request); one that cannot be read fails
-    /// the request with 502 `upstream_unreachable`.
+    /// the request with 502 `upstream_unreachable`. A route without its own `client_cert`
+    /// presents its `provider`'s, when that has one (RFC 8705 §3: the provider's tokens are
+    /// bound to it), read now as well.
     func upstreamOptions(
         limits: Limits,
+        provider: ProviderConfiguration? = nil,
         idleTimeout: Double? = nil,
         resendable: Bool = true,
         freshConnection: Bool = false
@@ -22,12 +26,28 @@ extension RouteConfiguration {
                 ProxyError(.upstreamUnreachable, "the route's client_key cannot be read: \(error)", route: self.name)
             )
         }
+        var providerCertificate: ClientCertificate?
+        if self.clientCert == nil, let provider {
+            do {
+                providerCertificate = try ClientCertificate.current(of: provider)
+            } catch {
+                return .failure(
+                    ProxyError(
+                        .upstreamUnreachable,
+                        "the provider's client_cert or client_key cannot be read: \(error)",
+                        route: self.name,
+                        provider: provider.name
+                    )
+                )
+            }
+        }
         return .success(
             CurlRequestSetup.Options(
                 allowPlainHTTP: self.allowInsecureUpstream || self.provider == nil,
                 caFile: self.caFile,
                 clientCertificate: self.clientCert,
-                clientKeyPEM: clientKey,
+                clientKeyPEM: providerCertificate?.keyPEM ?? clientKey,
+                clientCertificatePEM: providerCertificate?.certificatePEM,
                 connectTimeout: limits.upstreamConnectTimeoutSeconds,
                 firstByteTimeout: self.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds,
                 idleTimeout: idleTimeout,

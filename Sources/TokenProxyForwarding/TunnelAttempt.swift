@@ -165,7 +165,7 @@ final class TunnelAttempt {
     private func handshake() {
         let route = self.match.route
         let options: CurlRequestSetup.Options
-        switch route.upstreamOptions(limits: self.limits) {
+        switch route.upstreamOptions(limits: self.limits, provider: self.entry?.configuration) {
         case .success(let made): options = made
         case .failure(let error):
             self.perform(self.machine.transferFailedToStart(error))

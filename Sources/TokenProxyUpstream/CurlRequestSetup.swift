@@ -14,6 +14,12 @@ package struct CurlRequestSetup {
         var caFile: String?
         var clientCertificate: String?
         var clientKeyPEM: String?
+        /// The client certificate itself (PEM), which wins over the file `clientCertificate`.
+        /// Given as a blob, it is part of libcurl's match for a pooled connection (its
+        /// `Curl_ssl_config_matches` compares certificate blobs byte by byte, where a file is
+        /// compared by its path): a certificate rotated on disk is presented from the next
+        /// connection on, and no connection that presented the old one is reused.
+        var clientCertificatePEM: String?
         var connectTimeout: Double
         var firstByteTimeout: Double
         /// The whole life of the transfer, connect to last byte (`CURLOPT_TIMEOUT_MS`); nil for
@@ -38,6 +44,7 @@ package struct CurlRequestSetup {
             caFile: String?,
             clientCertificate: String?,
             clientKeyPEM: String?,
+            clientCertificatePEM: String? = nil,
             connectTimeout: Double,
             firstByteTimeout: Double,
             totalTimeout: Double? = nil,
@@ -49,6 +56,7 @@ package struct CurlRequestSetup {
             self.caFile = caFile
             self.clientCertificate = clientCertificate
             self.clientKeyPEM = clientKeyPEM
+            self.clientCertificatePEM = clientCertificatePEM
             self.connectTimeout = connectTimeout
             self.firstByteTimeout = firstByteTimeout
             self.totalTimeout = totalTimeout
@@ -123,10 +131,14 @@ package struct CurlRequestSetup {
         if let caFile = options.caFile {
             set(easy.set(CURLOPT_CAINFO, caFile))
         }
-        if let certificate = options.clientCertificate {
+        if let certificate = options.clientCertificatePEM {
+            set(easy.set(CURLOPT_SSLCERTTYPE, "PEM"))
+            set(easy.set(CURLOPT_SSLCERT_BLOB, blob: Array(certificate.utf8)))
+        } else if let certificate = options.clientCertificate {
             set(easy.set(CURLOPT_SSLCERT, certificate))
         }
         if let key = options.clientKeyPEM {
+            set(easy.set(CURLOPT_SSLKEYTYPE, "PEM"))
             set(easy.set(CURLOPT_SSLKEY_BLOB, blob: Array(key.utf8)))
         }
         return ok

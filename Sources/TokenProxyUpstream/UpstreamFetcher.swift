@@ -41,6 +41,10 @@ package struct UpstreamFetcher: Sendable {
         package var idleTimeout: Double
         /// Largest body accepted; a larger one fails the request.
         package var maximumBodyBytes: Int
+        /// The PEM client certificate presented in the TLS handshake (RFC 8705), if any.
+        package var clientCertificatePEM: String? = nil
+        /// The PEM private key of ``clientCertificatePEM``.
+        package var clientKeyPEM: String? = nil
 
         /// Creates a request; the defaults suit token endpoints.
         package init(
@@ -92,7 +96,8 @@ package struct UpstreamFetcher: Sendable {
             allowPlainHTTP: request.allowPlainHTTP,
             caFile: request.caFile,
             clientCertificate: nil,
-            clientKeyPEM: nil,
+            clientKeyPEM: request.clientKeyPEM,
+            clientCertificatePEM: request.clientCertificatePEM,
             connectTimeout: min(request.connectTimeout, request.timeout),
             firstByteTimeout: min(request.headTimeout, request.timeout),
             totalTimeout: request.timeout,

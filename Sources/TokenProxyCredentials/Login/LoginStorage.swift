@@ -43,6 +43,7 @@ struct LoginStorage {
             fingerprint: self.provider.tokenFingerprint()
         )
         grant.dpopKey = proof?.storedPEM
+        grant.certificateThumbprint = self.provider.clientCertificateThumbprint()
         do {
             // The code is spent already: wait for a proxy's refresh longer than a request would.
             let lock = try self.store.lockProvider(

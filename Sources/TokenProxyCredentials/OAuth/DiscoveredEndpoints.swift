@@ -10,4 +10,10 @@ struct DiscoveredEndpoints: Sendable, Equatable {
     var authorizationEndpoint: String?
     var deviceAuthorizationEndpoint: String?
     var revocationEndpoint: String?
+    /// `mtls_endpoint_aliases.token_endpoint` (RFC 8705 §5): for a client presenting a certificate.
+    var mtlsTokenEndpoint: String?
+    /// `mtls_endpoint_aliases.device_authorization_endpoint` (RFC 8705 §5).
+    var mtlsDeviceAuthorizationEndpoint: String?
+    /// `mtls_endpoint_aliases.revocation_endpoint` (RFC 8705 §5).
+    var mtlsRevocationEndpoint: String?
 }

@@ -137,18 +137,26 @@ final class DiscoveryCache: Sendable {
         var endpoints = DiscoveredEndpoints()
         endpoints.issuer = issuer
         endpoints.issParameterSupported = object["authorization_response_iss_parameter_supported"] as? Bool ?? false
-        for (key, path) in [
-            ("token_endpoint", \DiscoveredEndpoints.tokenEndpoint),
-            ("authorization_endpoint", \DiscoveredEndpoints.authorizationEndpoint),
-            ("device_authorization_endpoint", \DiscoveredEndpoints.deviceAuthorizationEndpoint),
-            ("revocation_endpoint", \DiscoveredEndpoints.revocationEndpoint),
+        // RFC 8705 §5: the endpoints a client presenting a certificate uses instead.
+        let aliases = object["mtls_endpoint_aliases"] as? [String: Any] ?? [:]
+        for (document, prefix, key, path) in [
+            (object, "", "token_endpoint", \DiscoveredEndpoints.tokenEndpoint),
+            (object, "", "authorization_endpoint", \DiscoveredEndpoints.authorizationEndpoint),
+            (object, "", "device_authorization_endpoint", \DiscoveredEndpoints.deviceAuthorizationEndpoint),
+            (object, "", "revocation_endpoint", \DiscoveredEndpoints.revocationEndpoint),
+            (aliases, "mtls_endpoint_aliases.", "token_endpoint", \DiscoveredEndpoints.mtlsTokenEndpoint),
+            (
+                aliases, "mtls_endpoint_aliases.", "device_authorization_endpoint",
+                \DiscoveredEndpoints.mtlsDeviceAuthorizationEndpoint
+            ),
+            (aliases, "mtls_endpoint_aliases.", "revocation_endpoint", \DiscoveredEndpoints.mtlsRevocationEndpoint),
         ] {
-            guard let value = object[key] as? String else { continue }
+            guard let value = document[key] as? String else { continue }
             guard
                 value.lowercased().hasPrefix("https://")
                     || (self.allowPlainHTTP && value.lowercased().hasPrefix("http://"))
             else {
-                return failure("\(key) is not https")
+                return failure("\(prefix)\(key) is not https")
             }
             endpoints[keyPath: path] = value
         }

@@ -45,6 +45,9 @@ final class OAuthGrantSource: CredentialSource {
     private let successor = Mutex<(any CredentialSource)?>(nil)
     /// The DPoP key and nonces, with `dpop` configured (``DPoPKeyring``).
     let keyring: DPoPKeyring?
+    /// The thumbprint of the client certificate presented when the cached token was obtained
+    /// (RFC 8705 §3): a token bound to a certificate rotated since is dropped.
+    private let boundCertificate = Mutex<String?>(nil)
 
     init(
         provider: ProviderConfiguration,
@@ -100,6 +103,7 @@ final class OAuthGrantSource: CredentialSource {
         completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void,
         until: ContinuousClock.Instant?
     ) {
+        self.dropTokenOfRotatedCertificate()
         self.cache.token(completion: completion, until: until) { self.fetch($0, replacing: nil) }
     }
 
@@ -238,10 +242,12 @@ final class OAuthGrantSource: CredentialSource {
         }
         // Another process (or `tokenproxy login`) may have stored a token since ours.
         let refused = self.refused.withLockedValue { $0 }
+        let thumbprint = self.provider.clientCertificateThumbprint()
         if var stored = record?.freshAccessToken(skew: self.provider.refreshSkewSeconds),
-            stored.value != refused, stored.value != replacing?.value
+            stored.value != refused, stored.value != replacing?.value, record?.certificateThumbprint == thumbprint
         {
             stored.binding = proof.flatMap { $0.binding(for: record?.tokenType) }
+            self.boundCertificate.withLockedValue { $0 = thumbprint }
             return .success(stored)
         }
 
@@ -316,6 +322,7 @@ final class OAuthGrantSource: CredentialSource {
         case .success(let built): parameters = built
         }
 
+        let thumbprint = self.provider.clientCertificateThumbprint()
         asked.endpoint = true
         let abandoned = self.abandoned()
         var registration: UInt64?
@@ -351,6 +358,8 @@ final class OAuthGrantSource: CredentialSource {
                 fingerprint: fingerprint
             )
             grant.dpopKey = proof?.storedPEM
+            grant.certificateThumbprint = thumbprint
+            self.boundCertificate.withLockedValue { $0 = thumbprint }
             if !self.save({ $0 = grant }) {
                 self.unsaved.withLockedValue { $0 = grant }
             }
@@ -493,5 +502,19 @@ final class OAuthGrantSource: CredentialSource {
     private func refreshEarly(_ token: AccessToken) {
         guard let fetch = self.cache.beginBackgroundRefresh(of: token) else { return }
         self.fetch(fetch, replacing: token)
+    }
+}
+
+// MARK: Certificate-bound tokens
+
+extension OAuthGrantSource {
+    /// Drops the cached token when the provider's client certificate changed on disk since
+    /// the token was obtained (RFC 8705 §3: the token is bound to the old one), so the next
+    /// caller obtains a new one. A provider without `client_cert` has nothing to check.
+    fileprivate func dropTokenOfRotatedCertificate() {
+        guard self.provider.clientCert != nil else { return }
+        let current = self.provider.clientCertificateThumbprint()
+        guard self.boundCertificate.withLockedValue({ $0 }) != current else { return }
+        self.cache.reset { cached, _ in cached != nil }
     }
 }

@@ -82,7 +82,7 @@ struct TokenEndpointClient: Sendable {
         }
         discovery.endpoints { result in
             completion(
-                result.map { discovered in
+                result.map(self.preferringMTLSAliases).map { discovered in
                     DiscoveredEndpoints(
                         issuer: discovered.issuer,
                         issParameterSupported: discovered.issParameterSupported,
@@ -345,6 +345,9 @@ struct TokenEndpointClient: Sendable {
             if !clientID.isEmpty {
                 form.append(("client_id", clientID))
             }
+        case .tlsClientAuth, .selfSignedTLSClientAuth:
+            // RFC 8705 §2: the certificate presented authenticates; `client_id` names the client.
+            form.append(("client_id", clientID))
         case .privateKeyJWT:
             // RFC 7523 §2.2: a short-lived assertion signed with the client's key.
             do {
@@ -372,7 +375,7 @@ struct TokenEndpointClient: Sendable {
                 headers.replaceOrAdd(name: name, value: value)
             }
         }
-        return .success(
+        return self.presentingClientCertificate(
             UpstreamFetcher.Request(
                 method: "POST",
                 url: tokenURL,

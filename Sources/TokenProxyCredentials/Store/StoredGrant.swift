@@ -23,6 +23,10 @@ package struct StoredGrant: Codable, Sendable, Equatable {
     /// endpoints, client, scopes, and the configured `refresh_token` seed): tokens obtained
     /// under other settings are not used, and a new seed starts a new refresh chain.
     var configFingerprint: String?
+    /// The `x5t#S256` thumbprint (RFC 8705 §3.1) of the client certificate the provider
+    /// presented when the access token was obtained, when it presented one: a token bound to
+    /// a certificate that has since been rotated is not used.
+    var certificateThumbprint: String? = nil
     /// The refresh token was refused (`invalid_grant`): nothing is tried until a login.
     var needsLogin: Bool?
     /// The last failure obtaining a token (no secret in it), for `status`.
@@ -74,6 +78,7 @@ package struct StoredGrant: Codable, Sendable, Equatable {
         case scope
         case obtainedAt = "obtained_at"
         case configFingerprint = "config_fingerprint"
+        case certificateThumbprint = "certificate_thumbprint"
         case needsLogin = "needs_login"
         case lastError = "last_error"
         case lastErrorAt = "last_error_at"
