@@ -12,6 +12,35 @@ private func onThread(_ body: @escaping @Sendable () -> Void) {
 }
 
 @Suite struct AuthorizationCodeLoginTests {
+    /// With `dpop`, the code exchange carries a proof (with the nonce the token endpoint asks
+    /// for), and the key the token is bound to is stored with it, for the proxy to use.
+    @Test func aLoginWithDPoPStoresTheKeyItsTokenIsBoundTo() throws {
+        let tokens = try FakeDPoPServer()
+        let fixture = try LoginFixture(extra: #", "token_url": "\#(tokens.tokenURL)", "dpop": {"alg": "EdDSA"}"#)
+        let result = fixture.codeLogin().run(timeout: 30) { prompt in
+            let url = prompt.url
+            onThread { _ = try? fixture.browse(url).get() }
+        }
+        _ = try result.get()
+        #expect(tokens.tokenRequests.map(\.status) == [400, 200])
+        #expect(tokens.tokenRequests.allSatisfy { $0.problem == nil })
+        let stored = try #require(try fixture.store.read().grants["app"])
+        #expect(stored.accessToken == "dpop-token-1")
+        #expect(stored.tokenType == "DPoP")
+        let pem = try #require(stored.dpopKey)
+        let key = try DPoPKey(pem: pem, algorithm: .edDSA)
+        #expect(tokens.tokenRequests.last?.thumbprint == key.thumbprint)
+        let status = ProviderStatus.all(
+            TestProxy.configuration(
+                #"{"providers": {"app": {"grant": "authorization_code", "issuer": "\#(fixture.provider.origin)", "#
+                    + #""client_id": "cli-1", "scopes": ["read"], "allow_insecure_endpoints": true, "#
+                    + #""token_url": "\#(tokens.tokenURL)", "dpop": {"alg": "EdDSA"}}}, "routes": []}"#
+            ),
+            contents: try fixture.store.read()
+        )
+        #expect(status.first?.dpopThumbprint == key.thumbprint)
+    }
+
     @Test func theCodeFlowRunsEndToEndAndTheProxyUsesTheResult() throws {
         let fixture = try LoginFixture()
         let upstream = try ForwardingFixture(
