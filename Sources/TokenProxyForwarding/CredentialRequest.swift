@@ -1,5 +1,6 @@
 import Logging
 import TokenProxyCredentials
+import TokenProxyHTTP
 import TokenProxySupport
 
 /// The credential one attempt of a request (forwarded, or a tunnel's handshake) is sent
@@ -50,6 +51,15 @@ struct CredentialRequest {
         }
         if let binding = token.binding {
             // RFC 9449 §7.1: the DPoP scheme, and a proof of this request bound to the token.
+            guard !token.value.isEmpty, HTTPGrammar.isValidFieldValue(token.value.utf8) else {
+                return .failure(
+                    ProxyError(
+                        .tokenUnavailable,
+                        "the provider produced an empty token or one with control characters",
+                        provider: self.entry.configuration.name
+                    )
+                )
+            }
             switch binding.proof(method: self.method, url: self.url, accessToken: token.value) {
             case .success(let proof):
                 return .success(CredentialHeader(name: "Authorization", value: "DPoP " + token.value, proof: proof))

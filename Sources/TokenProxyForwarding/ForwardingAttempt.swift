@@ -156,7 +156,12 @@ final class ForwardingAttempt {
     /// Sends the request again after a 401 that asked for a DPoP nonce: the same token, with
     /// a new proof that carries the nonce (RFC 9449 §9).
     private func proveAgain(formBody: [UInt8]?) {
-        guard let entry = self.entry, let token = self.token else { return }
+        guard let entry = self.entry, let token = self.token else {
+            self.perform(
+                self.machine.credentialFailed(ProxyError(.tokenUnavailable, "no token to prove possession of"))
+            )
+            return
+        }
         token.binding?.nonceRetried(at: .upstream)
         self.logger.info("sending again with the DPoP nonce", metadata: ["route": "\(self.match.route.name)"])
         self.credentialArrived(.success(token), entry: entry, formBody: formBody)

@@ -262,8 +262,9 @@ extension ForwardingStateMachine {
 
     /// The response head arrived. A 401 is dropped when the provider says the credential
     /// itself was refused (`refusal`, answered instead), or when it asks for a DPoP nonce
-    /// (`asksForNonce`) and the request may be sent again with it; a 401 or another status the
-    /// route renews on (`renew_on_status`) is dropped when the request is replayed.
+    /// (`asksForNonce`) and the request may be sent again with it (a second such 401 is
+    /// relayed: the token is fine); a 401 or another status the route renews on
+    /// (`renew_on_status`) is dropped when the request is replayed.
     mutating func responseHeadReceived(status: Int, refusal: ProxyError?, asksForNonce: Bool = false) -> Action {
         switch self.state {
         case .transferring(.awaitingHead):
@@ -271,7 +272,13 @@ extension ForwardingStateMachine {
                 self.state = .transferring(.dropping(refusal: refusal))
                 return .dropHead
             }
-            if status == 401, asksForNonce, self.replay.nonceRequested() {
+            if status == 401, asksForNonce, self.replay.provesPossession {
+                // A nonce challenge never renews the token (RFC 9449 §9): answered once with
+                // the nonce, then relayed.
+                guard self.replay.nonceRequested() else {
+                    self.state = .transferring(.relaying)
+                    return .relayHead
+                }
                 self.state = .transferring(.droppingForNonce)
                 return .dropHead
             }

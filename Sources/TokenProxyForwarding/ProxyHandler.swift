@@ -328,6 +328,9 @@ package final class ProxyHandler: HTTPExchangeHandler {
         if outcome.resent {
             metadata["resent"] = "true"
         }
+        if outcome.nonceRetried {
+            metadata["nonce_retried"] = "true"
+        }
         if let failure = outcome.upstreamFailure {
             metadata["upstream_error"] = .string(failure.rawValue)
         }

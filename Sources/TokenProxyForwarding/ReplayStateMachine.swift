@@ -55,6 +55,8 @@ struct ReplayStateMachine: Sendable, Equatable {
     private let limit: Int
     /// The statuses that say the token was refused (`renew_on_status`).
     private let renewingStatuses: [Int]
+    /// Whether the request carries a DPoP proof, so that a 401 may ask for a nonce.
+    let provesPossession: Bool
 
     /// `replaysUnauthorized` is the route's `retry_on_401` with a provider that can renew its
     /// token, `renewingOn` its `renew_on_status`; `idempotent` whether the method may be
@@ -70,6 +72,7 @@ struct ReplayStateMachine: Sendable, Equatable {
     ) {
         self.limit = limit
         self.renewingStatuses = renewingOn
+        self.provesPossession = provesPossession
         var retries: Retries = []
         if replaysUnauthorized {
             retries.insert(.replayAfterUnauthorized)

@@ -126,7 +126,12 @@ final class TunnelAttempt {
             self.obtainCredential()
         case .proveAgain:
             // The same token with a new proof carrying the nonce the 401 gave (RFC 9449 §9).
-            guard let entry = self.entry, let token = self.token else { break }
+            guard let entry = self.entry, let token = self.token else {
+                self.perform(
+                    self.machine.credentialFailed(ProxyError(.tokenUnavailable, "no token to prove possession of"))
+                )
+                break
+            }
             token.binding?.nonceRetried(at: .upstream)
             self.logger.info("sending again with the DPoP nonce", metadata: ["route": "\(self.match.route.name)"])
             self.credentialArrived(.success(token), entry: entry)
@@ -220,6 +225,8 @@ final class TunnelAttempt {
         case .success(let answer):
             let status = answer.head.status
             let refusal = status == 401 ? self.refusal(of: answer.head) : nil
+            // Any answer's DPoP-Nonce is kept for the next proof, a 101's too.
+            let asksForNonce = self.token?.binding?.asksForNonce(answer.head, url: self.url) ?? false
             if answer.tunnel != nil {
                 // The tunnel's bytes are the pump's: the machine's part ends with the head. Not
                 // in a batch: the pump's first reads must reach the client as they are made,
@@ -233,7 +240,6 @@ final class TunnelAttempt {
                 }
                 return
             }
-            let asksForNonce = self.token?.binding?.asksForNonce(answer.head, url: self.url) ?? false
             self.exchange.batch { _ in
                 self.perform(
                     self.machine.responseHeadReceived(status: status, refusal: refusal, asksForNonce: asksForNonce),

@@ -50,6 +50,11 @@ struct GitCredentialCommand: ParsableCommand {
             return
         }
         let token = try context.token(of: name).token
+        // A DPoP-bound token is useless without a proof of each request, which git cannot make.
+        guard token.binding == nil else {
+            Console.error("provider \(name) has a DPoP-bound token, which git cannot send: use a route of the proxy")
+            throw ExitStatus.runtimeFailure
+        }
         let response = GitCredentialResponse(
             token: token.value,
             username: provider.gitUsername,

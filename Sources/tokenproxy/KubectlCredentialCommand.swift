@@ -29,6 +29,14 @@ struct KubectlCredentialCommand: ParsableCommand {
         let name = try self.providerName(in: context)
         _ = try context.provider(name)
         let token = try context.token(of: name).token
+        // A DPoP-bound token is useless without a proof of each request, which client-go
+        // cannot make.
+        guard token.binding == nil else {
+            Console.error(
+                "provider \(name) has a DPoP-bound token, which kubectl cannot send: use a route of the proxy"
+            )
+            throw ExitStatus.runtimeFailure
+        }
         // The expiry is kept on the monotonic clock; the wall-clock time is now plus what
         // is left of it.
         let expiration = token.expiresAt.map { expiresAt -> Date in

@@ -185,6 +185,22 @@ struct DPoPTests {
         #expect(!second.logs.text.contains("PRIVATE KEY"))
     }
 
+    /// A record whose tokens are bound to a key it no longer holds (rewritten by an older
+    /// binary, edited by hand) is not used with a new key: new tokens are obtained.
+    @Test func tokensWhoseKeyWasLostAreNotUsed() throws {
+        let directory = try TokenStoreFixture()
+        let server = try FakeDPoPServer()
+        server.nonceAtResource = false
+        var first: DPoPFixture? = try DPoPFixture(store: directory.store(), server: server)
+        #expect(try first?.send().status == 200)
+        first = nil
+        try directory.store().update { $0.grants["svc"]?.dpopKey = nil }
+        let second = try DPoPFixture(store: directory.store(), server: server)
+        #expect(try second.send().status == 200)
+        #expect(server.tokenRequests.filter { $0.status == 200 }.count == 2)
+        #expect(server.resourceRequests.allSatisfy { $0.status == 200 && $0.problem == nil })
+    }
+
     @Test func aBearerAnswerIsUsedAsABearerTokenWithAWarning() throws {
         let fixture = try DPoPFixture { $0.issuesBearer = true }
         _ = try fixture.send()
@@ -287,6 +303,8 @@ struct DPoPChallengeTests {
         (#"Bearer error="use_dpop_nonce""#, false),
         (#"DPoP error_description="error=\"use_dpop_nonce\"""#, false),
         (#"DPoP realm="a, error=use_dpop_nonce""#, false),
+        (#"DPoP realm="x", error = "use_dpop_nonce""#, true),
+        (#"Basic realm="x", error="use_dpop_nonce""#, false),
         ("", false),
     ])
     func readsTheChallenge(_ value: String, _ asks: Bool) {
@@ -308,6 +326,12 @@ struct DPoPChallengeTests {
         #expect(DPoPURL.htu("https://api.example/a/b?x=1#f") == "https://api.example/a/b")
         #expect(DPoPURL.htu("https://api.example/a#f?x") == "https://api.example/a")
         #expect(DPoPURL.origin("https://API.example:8443/a?b") == "https://api.example:8443")
+        // RFC 9449 §4.3 compares htu after RFC 3986 normalisation: scheme and host in lower
+        // case, no default port.
+        #expect(DPoPURL.htu("HTTPS://AS.Example:443/Token?x") == "https://as.example/Token")
+        #expect(DPoPURL.htu("http://as.example:80/t") == "http://as.example/t")
+        #expect(DPoPURL.htu("https://as.example:8443/t") == "https://as.example:8443/t")
+        #expect(DPoPURL.origin("https://as.example:443/t") == DPoPURL.origin("https://AS.example/x"))
     }
 
     @Test func nonceMemoryIsBounded() {

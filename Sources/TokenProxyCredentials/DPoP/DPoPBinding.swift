@@ -116,24 +116,36 @@ package final class DPoPNonces: Sendable {
 
 /// The parts of a URL a proof names.
 enum DPoPURL {
-    /// `url` without its query and fragment (RFC 9449 §4.2, `htu`).
+    /// `url` without its query and fragment (RFC 9449 §4.2, `htu`), its scheme and host in
+    /// lower case and a default port left out (RFC 3986 §6.2.2, §6.2.3, which §4.3 applies
+    /// before comparing).
     static func htu(_ url: String) -> String {
-        guard let end = url.utf8.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) else {
-            return url
-        }
-        return String(url[..<end])
+        let end = url.utf8.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) ?? url.endIndex
+        let origin = Self.origin(url)
+        let path = url[Self.authorityEnd(url)..<end]
+        return origin + path
     }
 
-    /// `scheme://authority` of `url`, lowercased: what a nonce belongs to.
+    /// `scheme://authority` of `url`, lowercased, without a default port: what a nonce
+    /// belongs to.
     static func origin(_ url: String) -> String {
+        var origin = String(url[..<Self.authorityEnd(url)]).lowercased()
+        for (scheme, port) in [("https://", ":443"), ("http://", ":80")]
+        where origin.hasPrefix(scheme) && origin.hasSuffix(port) {
+            origin.removeLast(port.count)
+        }
+        return origin
+    }
+
+    /// Where `url`'s authority ends (its path, query or fragment begins).
+    private static func authorityEnd(_ url: String) -> String.Index {
         let bytes = url.utf8
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return url.lowercased() }
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return url.endIndex }
         var start = bytes.index(after: colon)
         if bytes[start...].starts(with: "//".utf8) {
             start = bytes.index(start, offsetBy: 2)
         }
-        let end = bytes[start...].firstIndex(where: { "/?#".utf8.contains($0) }) ?? bytes.endIndex
-        return String(url[..<end]).lowercased()
+        return bytes[start...].firstIndex(where: { "/?#".utf8.contains($0) }) ?? bytes.endIndex
     }
 }
 

@@ -14,7 +14,9 @@ package enum DPoPChallenge {
         var scheme = ""
         for element in Self.elements(value) {
             var rest = element[...]
-            if let space = rest.firstIndex(of: " "), !rest[..<space].contains("=") {
+            if let space = rest.firstIndex(of: " "), !rest[..<space].contains("="),
+                rest[space...].drop(while: { $0 == " " }).first != "="
+            {
                 scheme = rest[..<space].lowercased()
                 rest = rest[rest.index(after: space)...].drop(while: { $0 == " " })
             } else if !rest.contains("=") {

@@ -232,6 +232,13 @@ final class OAuthGrantSource: CredentialSource {
         if let stored = record, stored.configFingerprint != fingerprint {
             record = nil
         }
+        // Tokens bound to a generated key the record no longer holds (an older binary that
+        // rewrote the store, a hand edit) can never be used again: start afresh.
+        if self.provider.dpop != nil, self.provider.dpop?.key == nil, record?.dpopKey == nil,
+            record?.tokenType?.lowercased() == "dpop"
+        {
+            record = nil
+        }
         // The key the tokens are bound to: configured, kept in the record, or made now.
         var proof: DPoPKeyring.Key?
         if let keyring = self.keyring {

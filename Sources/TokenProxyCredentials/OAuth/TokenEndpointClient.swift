@@ -212,11 +212,13 @@ struct TokenEndpointClient: Sendable {
             }
         }
         let headTimeout = bounded.headTimeout
-        self.fetcher.fetch(bounded, cancellation: bounds.cancellation) { result in
+        let sent = bounded
+        self.fetcher.fetch(sent, cancellation: bounds.cancellation) { result in
+            var gaveNonce = false
             if let binding = bounds.proof, case .success(let response) = result,
                 let nonce = response.headers.first("DPoP-Nonce")
             {
-                binding.nonces.record(nonce, from: request.url)
+                gaveNonce = binding.nonces.record(nonce, from: request.url)
             }
             let retryAfter: Double?
             var failure: Failure
@@ -243,15 +245,13 @@ struct TokenEndpointClient: Sendable {
                     return
                 case .failure(let endpointError):
                     // Only failures need the secrets the request carried, to take them out.
-                    let secrets = self.secrets(in: request)
+                    let secrets = self.secrets(in: sent)
                     failure = Failure(
                         error: self.error(Redaction.redact(endpointError.message, secrets)),
                         oauthError: endpointError.error.map { Redaction.redact($0, secrets) },
                         errorDescription: endpointError.description.map { Redaction.redact($0, secrets) }
                     )
-                    if endpointError.error == "use_dpop_nonce", let binding = bounds.proof, !nonceRetried,
-                        binding.nonces.nonce(for: request.url) != nil
-                    {
+                    if endpointError.error == "use_dpop_nonce", let binding = bounds.proof, !nonceRetried, gaveNonce {
                         // RFC 9449 §8: the server wants a nonce, and gave one; not a failure to
                         // back off from.
                         binding.nonceRetried(at: .tokenEndpoint)
@@ -292,12 +292,16 @@ struct TokenEndpointClient: Sendable {
     }
 
     /// The secrets `request` carried, for ``Redaction``: its secret form parameters, the
-    /// client secret, and the HTTP Basic credential made of the client id and secret.
+    /// client secret, the HTTP Basic credential made of the client id and secret, and a DPoP
+    /// proof.
     func secrets(in request: UpstreamFetcher.Request?) -> [String] {
         let secret = (try? self.provider.clientSecret?.resolve()).flatMap { $0 }
         var secrets = Redaction.secrets(inForm: request?.body, clientSecret: secret)
         if let secret {
             secrets += Redaction.basicCredentials(clientID: self.provider.clientID ?? "", secret: secret)
+        }
+        if let proof = request?.headers.first("DPoP") {
+            secrets.append(proof)
         }
         if let authorization = request?.headers.first("Authorization") {
             secrets.append(authorization)

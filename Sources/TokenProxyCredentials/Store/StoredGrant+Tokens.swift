@@ -63,8 +63,14 @@ extension ProviderConfiguration {
         if let dpop = self.dpop {
             // A token bound to one key is of no use with another (RFC 9449 §6): a configured
             // key counts by its contents, a generated one lives in the record itself.
-            let key = (try? dpop.key?.resolve()).flatMap { $0 }
-            fields += ["dpop " + dpop.algorithm.rawValue, key.map { Hex.encode(SHA256.hash(data: Data($0.utf8))) }]
+            // The key counts by its thumbprint, so another encoding of it (PKCS#8 for SEC 1)
+            // keeps the tokens.
+            let pem = (try? dpop.key?.resolve()).flatMap { $0 }
+            let key = pem.map { pem in
+                (try? DPoPKey(pem: pem, algorithm: dpop.algorithm).thumbprint)
+                    ?? Hex.encode(SHA256.hash(data: Data(pem.utf8)))
+            }
+            fields += ["dpop " + dpop.algorithm.rawValue, key]
         }
         if self.grant == .oauth1 {
             // An OAuth 1 token belongs to one consumer at one provider.

@@ -41,6 +41,7 @@ struct JSONLogLine {
         "dropped": .integer("tokenproxy.dropped_lines"),
         "aborted": .boolean("tokenproxy.aborted"),
         "replayed": .boolean("tokenproxy.replayed"),
+        "nonce_retried": .boolean("tokenproxy.nonce_retried"),
         "resent": .boolean("tokenproxy.resent"),
         "token_refreshed": .boolean("tokenproxy.token_refreshed"),
         "tunnel": .boolean("tokenproxy.tunnel"),
