@@ -291,6 +291,12 @@ private struct ProviderCheck {
         if self.provider.format != "Bearer {token}" {
             self.add("format", "cannot be changed with dpop: the scheme follows the token_type the server answers")
         }
+        if case .literal(let value)? = self.provider.dpop?.key, !value.contains("-----BEGIN") {
+            self.add(
+                ConfigurationPath.join("dpop", "key"),
+                "must be a PEM private key; a key in a file is written {\"file\": PATH}"
+            )
+        }
         for name in self.provider.tokenRequestHeaders.keys.sorted() where name.lowercased() == "dpop" {
             self.add(ConfigurationPath.join("token_request_headers", name), "is the proof dpop makes for each request")
         }

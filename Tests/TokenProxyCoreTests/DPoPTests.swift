@@ -287,6 +287,11 @@ struct DPoPConfigurationTests {
         #expect(Self.problems(#"{\#(Self.base), "dpop": {}, "token_request_headers": {"DPoP": "x"}}"#).contains("DPoP"))
     }
 
+    @Test func aLiteralKeyMustBePEM() {
+        #expect(Self.problems(#"{\#(Self.base), "dpop": {"key": "/etc/keys/dpop.pem"}}"#).contains("dpop.key"))
+        #expect(Self.problems(#"{\#(Self.base), "dpop": {"key": {"file": "/etc/keys/dpop.pem"}}}"#).isEmpty)
+    }
+
     @Test func onlyTokenEndpointGrantsTakeIt() {
         #expect(Self.problems(#"{"grant": "static", "token": "t", "dpop": {}}"#).contains("dpop"))
     }
