@@ -137,6 +137,7 @@ if ProcessInfo.processInfo.environment["TOKENPROXY_FUZZ"] == "1" {
         ("FuzzResponseHead", ["TokenProxyHTTP", "TokenProxyUpstream"]),
         ("FuzzConfiguration", ["TokenProxyConfiguration"]),
         ("FuzzTokenResponse", ["TokenProxyCredentials"]),
+        ("FuzzDPoPChallenge", ["TokenProxyCredentials"]),
     ]
     for (name, layers) in fuzzTargets {
         package.targets.append(.executableTarget(name: name, dependencies: layers, path: "fuzz/Sources/\(name)"))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with the address sanitizer and runs one for a time:
 #   fuzz/run.sh TARGET SECONDS    one target (FuzzRequestParser, FuzzResponseHead,
-#                                 FuzzConfiguration, FuzzTokenResponse)
+#                                 FuzzConfiguration, FuzzTokenResponse, FuzzDPoPChallenge)
 #   fuzz/run.sh all SECONDS       each target in turn, SECONDS each
 # A target starts from its seed corpus (fuzz/corpus/TARGET) plus what earlier runs found
 # (.build-fuzz/corpus/TARGET). A crash, a failed check or a hang stops the run with a
@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-targets=(FuzzRequestParser FuzzResponseHead FuzzConfiguration FuzzTokenResponse)
+targets=(FuzzRequestParser FuzzResponseHead FuzzConfiguration FuzzTokenResponse FuzzDPoPChallenge)
 target="${1:-}"
 seconds="${2:-}"
 if [ -z "$target" ] || ! [[ "$seconds" =~ ^[0-9]+$ ]]; then

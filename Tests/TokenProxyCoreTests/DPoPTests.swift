@@ -335,6 +335,11 @@ struct DPoPChallengeTests {
         // case, no default port.
         #expect(DPoPURL.htu("HTTPS://AS.Example:443/Token?x") == "https://as.example/Token")
         #expect(DPoPURL.htu("http://as.example:80/t") == "http://as.example/t")
+        // Not URLs (what `tokenproxy token --url` may be given): kept as they are, no crash.
+        #expect(DPoPURL.htu("a?b:c") == "a")
+        #expect(DPoPURL.htu("DPoP x=\"?\" p:443") == "DPoP x=\"")
+        #expect(DPoPURL.htu("no-scheme/x:1") == "no-scheme/x:1")
+        #expect(DPoPURL.htu("") == "")
         #expect(DPoPURL.htu("https://as.example:8443/t") == "https://as.example:8443/t")
         #expect(DPoPURL.origin("https://as.example:443/t") == DPoPURL.origin("https://AS.example/x"))
     }

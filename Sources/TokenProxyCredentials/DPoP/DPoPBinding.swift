@@ -137,10 +137,12 @@ enum DPoPURL {
         return origin
     }
 
-    /// Where `url`'s authority ends (its path, query or fragment begins).
+    /// Where `url`'s authority ends (its path, query or fragment begins); its start when it
+    /// has no scheme (a `:` after the first `/`, `?` or `#` is not a scheme's).
     private static func authorityEnd(_ url: String) -> String.Index {
         let bytes = url.utf8
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return url.endIndex }
+        guard let colon = bytes.firstIndex(where: { ":/?#".utf8.contains($0) }), bytes[colon] == UInt8(ascii: ":")
+        else { return url.startIndex }
         var start = bytes.index(after: colon)
         if bytes[start...].starts(with: "//".utf8) {
             start = bytes.index(start, offsetBy: 2)
