@@ -33,19 +33,7 @@ final class DPoPFixture {
              "routes": [{"name": "api", "path_prefix": "/api", "upstream": "\(server.origin)/resource",
                          "provider": "svc", "allow_insecure_upstream": true}]}
             """
-        let configuration = TestProxy.configuration(json)
-        self.proxy = try TestProxy(
-            configuration,
-            forwarder: CurlForwarder(
-                configuration: configuration,
-                engines: [ForwardingFixture.engine],
-                store: store,
-                metrics: self.metrics,
-                logger: self.logs.logger()
-            ),
-            logger: self.logs.logger(),
-            metrics: self.metrics
-        )
+        self.proxy = try TestProxy.forwarding(json, logger: self.logs.logger(), metrics: self.metrics, store: store)
     }
 
     func send(_ method: String = "GET", _ path: String = "/api/items?page=2", body: [UInt8] = [], headers: String = "")

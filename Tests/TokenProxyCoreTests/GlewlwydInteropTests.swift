@@ -26,18 +26,11 @@ struct GlewlwydInteropTests {
                  "routes": [{"name": "me", "path_prefix": "/me", "upstream": "\(server.string("userinfo_endpoint"))",
                              "provider": "glewlwyd", "ca_file": "\(server.string("ca_file"))"}]}
                 """
-            let configuration = TestProxy.configuration(json)
-            self.proxy = try TestProxy(
-                configuration,
-                forwarder: CurlForwarder(
-                    configuration: configuration,
-                    engines: [ForwardingFixture.engine],
-                    store: store,
-                    metrics: self.metrics,
-                    logger: self.logs.logger()
-                ),
+            self.proxy = try TestProxy.forwarding(
+                json,
                 logger: self.logs.logger(),
-                metrics: self.metrics
+                metrics: self.metrics,
+                store: store
             )
         }
 

@@ -95,18 +95,7 @@ struct GlewlwydMutualTLSTests {
                  "routes": [{"name": "bank", "path_prefix": "/bank", "upstream": "https://127.0.0.1:\(self.resource.port)",
                              "provider": "bank", "ca_file": "\(server.string("ca_file"))" \(extra)}]}
                 """
-            let configuration = TestProxy.configuration(json)
-            self.proxy = try TestProxy(
-                configuration,
-                forwarder: CurlForwarder(
-                    configuration: configuration,
-                    engines: [ForwardingFixture.engine],
-                    metrics: self.metrics,
-                    logger: self.logs.logger()
-                ),
-                logger: self.logs.logger(),
-                metrics: self.metrics
-            )
+            self.proxy = try TestProxy.forwarding(json, logger: self.logs.logger(), metrics: self.metrics)
         }
 
         func get() throws -> (status: Int, presented: String?, bound: String?) {

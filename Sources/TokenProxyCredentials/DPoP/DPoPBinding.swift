@@ -151,22 +151,13 @@ enum DPoPURL {
     }
 }
 
-/// JSON string literals for the few values a proof's claims carry.
+/// JSON string literals for the few values a proof's claims carry, escaped as the JSON log
+/// lines are (``JSONLogLine/appendString(_:to:)``).
 enum JSONText {
     /// `text` as a JSON string, quotes included (RFC 8259 §7).
     static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20:
-                out +=
-                    "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                    + String(scalar.value, radix: 16)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        var bytes: [UInt8] = []
+        JSONLogLine.appendString(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -48,6 +48,10 @@ final class OAuthGrantSource: CredentialSource {
     /// The thumbprint of the client certificate presented when the cached token was obtained
     /// (RFC 8705 §3): a token bound to a certificate rotated since is dropped.
     private let boundCertificate = Mutex<String?>(nil)
+    /// The client certificate last read and its thumbprint: every request compares the
+    /// certificate on disk with ``boundCertificate``, and hashing it once per change is
+    /// enough.
+    private let lastCertificate = Mutex<(pem: String, thumbprint: String?)?>(nil)
 
     init(
         provider: ProviderConfiguration,
@@ -249,7 +253,7 @@ final class OAuthGrantSource: CredentialSource {
         }
         // Another process (or `tokenproxy login`) may have stored a token since ours.
         let refused = self.refused.withLockedValue { $0 }
-        let thumbprint = self.provider.clientCertificateThumbprint()
+        let thumbprint = self.currentCertificateThumbprint()
         if var stored = record?.freshAccessToken(skew: self.provider.refreshSkewSeconds),
             stored.value != refused, stored.value != replacing?.value, record?.certificateThumbprint == thumbprint
         {
@@ -329,7 +333,7 @@ final class OAuthGrantSource: CredentialSource {
         case .success(let built): parameters = built
         }
 
-        let thumbprint = self.provider.clientCertificateThumbprint()
+        let thumbprint = self.currentCertificateThumbprint()
         asked.endpoint = true
         let abandoned = self.abandoned()
         var registration: UInt64?
@@ -518,9 +522,21 @@ extension OAuthGrantSource {
     /// Drops the cached token when the provider's client certificate changed on disk since
     /// the token was obtained (RFC 8705 §3: the token is bound to the old one), so the next
     /// caller obtains a new one. A provider without `client_cert` has nothing to check.
+    /// The thumbprint of the certificate the provider presents now (nil without
+    /// `client_cert`, or when it cannot be read), computed again only when the file changed.
+    fileprivate func currentCertificateThumbprint() -> String? {
+        guard let secret = self.provider.clientCert, let pem = try? secret.resolve() else { return nil }
+        if let last = self.lastCertificate.withLockedValue({ $0 }), last.pem == pem {
+            return last.thumbprint
+        }
+        let thumbprint = ClientCertificate.thumbprint(pem: pem)
+        self.lastCertificate.withLockedValue { $0 = (pem, thumbprint) }
+        return thumbprint
+    }
+
     fileprivate func dropTokenOfRotatedCertificate() {
         guard self.provider.clientCert != nil else { return }
-        let current = self.provider.clientCertificateThumbprint()
+        let current = self.currentCertificateThumbprint()
         guard self.boundCertificate.withLockedValue({ $0 }) != current else { return }
         self.cache.reset { cached, _ in cached != nil }
     }

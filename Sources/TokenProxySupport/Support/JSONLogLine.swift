@@ -13,7 +13,7 @@ import Logging
 /// `http.response.status_code`, `duration_ms` becomes `event.duration` in nanoseconds...);
 /// numbers are written as JSON numbers and flags as booleans; keys without an ECS field go
 /// under `tokenproxy.`. Keys are written flat, with dots, as ECS's JSON logging writes them.
-struct JSONLogLine {
+package struct JSONLogLine {
     /// How a metadata key is written: its field name and the JSON type of its value.
     private enum Field {
         case string(String)
@@ -109,7 +109,7 @@ struct JSONLogLine {
     /// control characters (U+0080 to U+009F, two bytes in UTF-8: 0xC2 then 0x80 to 0x9F) are
     /// escaped too, though JSON allows them raw: a terminal showing the line could take
     /// U+009B for the start of an escape sequence (``TextEscaping``).
-    static func appendString(_ value: String, to bytes: inout [UInt8]) {
+    package static func appendString(_ value: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         var afterC2 = false
         for byte in value.utf8 {

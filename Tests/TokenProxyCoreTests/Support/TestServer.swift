@@ -3,6 +3,7 @@ import Logging
 
 @testable import TokenProxyApp
 @testable import TokenProxyConfiguration
+@testable import TokenProxyCredentials
 @testable import TokenProxyForwarding
 @testable import TokenProxyHTTP
 @testable import TokenProxyMetrics
@@ -62,15 +63,18 @@ final class TestProxy {
     static func forwarding(
         _ json: String,
         logger: Logger = TestLogging.logger,
-        metrics: ProxyMetrics = ProxyMetrics()
+        metrics: ProxyMetrics = ProxyMetrics(),
+        store: (any TokenStore)? = nil
     ) throws -> TestProxy {
         let configuration = TestProxy.configuration(json)
         return try TestProxy(
             configuration,
             forwarder: CurlForwarder(
                 configuration: configuration,
-                engine: ForwardingFixture.engine,
-                logger: TestLogging.logger
+                engines: [ForwardingFixture.engine],
+                store: store,
+                metrics: metrics,
+                logger: logger
             ),
             logger: logger,
             metrics: metrics
