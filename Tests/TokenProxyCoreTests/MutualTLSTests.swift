@@ -50,11 +50,17 @@ struct MutualTLSTests {
         return try client.readResponse()
     }
 
+    /// What the proxy said and what nginx logged, for a response that was not the one expected.
+    private func explain(_ response: TestClient.Response, _ fixture: MutualTLSFixture) -> Comment {
+        let log = (try? String(contentsOfFile: fixture.nginx.file("error.log"), encoding: .utf8)) ?? ""
+        return "\(response.header("X-Tokenproxy-Error") ?? "-"): \(response.bodyText); nginx: \(log)"
+    }
+
     @Test func tlsClientAuthPresentsTheCertificateAndSendsTheClientIDWithoutASecret() throws {
         let fixture = try MutualTLSFixture()
         let proxy = try self.proxy(provider: self.provider(fixture), route: self.route(fixture))
         let response = try self.get(proxy)
-        #expect(response.status == 200)
+        #expect(response.status == 200, self.explain(response, fixture))
         #expect(response.header("X-Seen-Authorization") == "Bearer bound-1")
         let seen = try #require(fixture.endpoint.requests.first)
         #expect(fixture.endpoint.requests.count == 1)
@@ -90,7 +96,7 @@ struct MutualTLSTests {
             route: self.route(fixture)
         )
         let response = try self.get(proxy)
-        #expect(response.status == 200)
+        #expect(response.status == 200, self.explain(response, fixture))
         let seen = try #require(fixture.endpoint.requests.first)
         #expect(seen.authorization?.hasPrefix("Basic ") == true)
         #expect(seen.fingerprint == (try fixture.currentFingerprint()))
@@ -110,7 +116,7 @@ struct MutualTLSTests {
             )
         )
         let response = try self.get(proxy)
-        #expect(response.status == 200)
+        #expect(response.status == 200, self.explain(response, fixture))
         let routeFingerprint = try MutualTLSFixture.fingerprint(ofCertificateIn: routeCertificate)
         #expect(response.header("X-Client-Fingerprint") == routeFingerprint)
         #expect(routeFingerprint != (try fixture.currentFingerprint()))
@@ -183,7 +189,7 @@ struct MutualTLSTests {
             """
         let proxy = try self.proxy(provider: provider, route: self.route(fixture))
         let response = try self.get(proxy)
-        #expect(response.status == 200)
+        #expect(response.status == 200, self.explain(response, fixture))
         #expect(response.header("X-Seen-Authorization") == "Bearer bound-1")
         #expect(fixture.endpoint.requests.map(\.path) == ["/token"])
         #expect(fixture.endpoint.requests.first?.fingerprint == (try fixture.currentFingerprint()))

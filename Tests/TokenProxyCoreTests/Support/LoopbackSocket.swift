@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -45,9 +46,20 @@ enum LoopbackSocket {
     }
 
     /// A port that was free a moment ago (bound, then released).
+    /// The kernel may hand the same ephemeral port out again once it is released, so a
+    /// fixture taking several ports (or two fixtures running at once) could get one twice and
+    /// its servers would then share it; no port is returned twice in one test process.
     static func freePort() throws -> UInt16 {
-        let (descriptor, port) = try Self.listening(backlog: 1)
-        close(descriptor)
-        return port
+        for _ in 0..<64 {
+            let (descriptor, port) = try Self.listening(backlog: 1)
+            close(descriptor)
+            if Self.handedOut.withLock({ $0.insert(port).inserted }) {
+                return port
+            }
+        }
+        throw TestFailure(message: "no fresh free port on 127.0.0.1")
     }
+
+    /// Every port ``freePort()`` has returned.
+    private static let handedOut = Mutex(Set<UInt16>())
 }
