@@ -23,6 +23,12 @@ package final class CredentialRegistry: Sendable {
         package let requestAuthorizer: (any RequestAuthorizer)?
         /// The configuration the entry was built from.
         package let configuration: ProviderConfiguration
+        /// ``configuration`` when the provider has a client certificate for its routes'
+        /// upstreams (RFC 8705), else `nil`: a request to a route without one of its own
+        /// takes it from here, and the rest copy nothing.
+        package var certifyingConfiguration: ProviderConfiguration? {
+            self.configuration.clientCert == nil ? nil : self.configuration
+        }
 
         init(source: any CredentialSource, formatter: CredentialFormatter, configuration: ProviderConfiguration) {
             self.source = source

@@ -6,11 +6,19 @@ import TokenProxySupport
 struct StaticCredentialSource: CredentialSource {
     private let name: String
     private let secret: Secret
+    /// The answer for a secret that cannot change while the process runs (a literal or an
+    /// environment variable), worked out once instead of on every request; `nil` for a file.
+    private let fixed: Result<AccessToken, ProxyError>?
 
     /// Creates the source for provider `name`.
     init(name: String, secret: Secret) {
         self.name = name
         self.secret = secret
+        if case .file = secret {
+            self.fixed = nil
+        } else {
+            self.fixed = Self.answer(secret, provider: name)
+        }
     }
 
     /// A fixed token cannot be renewed: a 401 goes to the client.
@@ -19,22 +27,19 @@ struct StaticCredentialSource: CredentialSource {
     /// The secret's current value, when it is a usable token (``TokenSyntax``): a file
     /// rewritten with a bad value fails each request until it is fixed.
     func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
+        completion(self.fixed ?? Self.answer(self.secret, provider: self.name))
+    }
+
+    private static func answer(_ secret: Secret, provider: String) -> Result<AccessToken, ProxyError> {
         do {
-            let value = try self.secret.resolve()
+            let value = try secret.resolve()
             if let problem = TokenSyntax.problem(value) {
-                completion(.failure(ProxyError(.tokenUnavailable, "static token: \(problem)", provider: self.name)))
-                return
+                return .failure(ProxyError(.tokenUnavailable, "static token: \(problem)", provider: provider))
             }
-            completion(.success(AccessToken(value: value)))
+            return .success(AccessToken(value: value))
         } catch {
-            completion(
-                .failure(
-                    ProxyError(
-                        .tokenUnavailable,
-                        error.problems.map(\.message).joined(separator: "; "),
-                        provider: self.name
-                    )
-                )
+            return .failure(
+                ProxyError(.tokenUnavailable, error.problems.map(\.message).joined(separator: "; "), provider: provider)
             )
         }
     }

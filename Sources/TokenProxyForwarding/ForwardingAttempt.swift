@@ -247,7 +247,7 @@ extension ForwardingAttempt {
         let options: CurlTransfer.Options
         switch route.upstreamOptions(
             limits: self.limits,
-            provider: self.entry?.configuration,
+            provider: self.entry?.certifyingConfiguration,
             idleTimeout: self.limits.upstreamIdleSeconds,
             // The upstream may have acted on a request whose connection closed before any
             // answer: libcurl must not send one that is not idempotent again by itself.

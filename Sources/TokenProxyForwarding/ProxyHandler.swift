@@ -284,41 +284,21 @@ package final class ProxyHandler: HTTPExchangeHandler {
     /// in the returned record.
     @discardableResult
     private func logAccess(_ exchange: HTTPExchange, route: String, metricsRoute: String? = nil) -> ForwardingRecord {
-        let logger = self.logger
-        let metrics = self.metrics
-        let logs = logger.logLevel <= .info
-        let record = ForwardingRecord()
-        exchange.onComplete = { [unowned exchange] finished in
-            ExchangeMetrics.record(exchange, outcome: record.outcome, route: metricsRoute ?? route, in: metrics)
-            guard logs else { return }
-            var metadata: Logger.Metadata = [
-                "method": "\(exchange.head.method)",
-                "path": "\(exchange.head.path)",
-                "route": "\(route)",
-                "status": "\(exchange.responseStatus ?? 0)",
-                "duration_ms": "\((ContinuousClock.now - exchange.startTime).milliseconds)",
-                "bytes": "\(exchange.responseBodyBytes)",
-                "client": "\(exchange.remoteAddress)",
-            ]
-            if !finished {
-                metadata["aborted"] = "true"
-            }
-            if exchange.isTunnel {
-                // One line per tunnel at its end: bytes each way, and its whole duration.
-                metadata["tunnel"] = "true"
-                metadata["request_bytes"] = "\(exchange.requestBodyBytes)"
-            }
-            for (key, value) in exchange.logFields {
-                metadata[key] = .string(value)
-            }
-            Self.addOutcome(record.outcome, to: &metadata)
-            logger.info("request", metadata: metadata)
-        }
+        let record = ForwardingRecord(
+            report: AccessReport(
+                logger: self.logger,
+                metrics: self.metrics,
+                route: route,
+                metricsRoute: metricsRoute ?? route,
+                logs: self.logger.logLevel <= .info
+            )
+        )
+        exchange.observer = record
         return record
     }
 
     /// The access line's fields for how the request went upstream (`docs/reference/log-fields.md`).
-    private static func addOutcome(_ outcome: ForwardingOutcome, to metadata: inout Logger.Metadata) {
+    fileprivate static func addOutcome(_ outcome: ForwardingOutcome, to metadata: inout Logger.Metadata) {
         if outcome.tokenRefreshed {
             metadata["token_refreshed"] = "true"
         }
@@ -334,5 +314,49 @@ package final class ProxyHandler: HTTPExchangeHandler {
         if let failure = outcome.upstreamFailure {
             metadata["upstream_error"] = .string(failure.rawValue)
         }
+    }
+}
+
+/// What an exchange's access line and metrics need once it completes, kept in its
+/// ``ForwardingRecord``.
+struct AccessReport {
+    let logger: Logger
+    let metrics: ProxyMetrics
+    /// The route named on the access line.
+    let route: String
+    /// The route the metrics count the request under.
+    let metricsRoute: String
+    /// Whether access lines are written at the logger's level.
+    let logs: Bool
+}
+
+extension ForwardingRecord: HTTPExchangeObserver {
+    /// Records the metrics and writes the access line (`docs/reference/log-fields.md`).
+    package func exchangeCompleted(_ exchange: HTTPExchange, finished: Bool) {
+        guard let report = self.report else { return }
+        ExchangeMetrics.record(exchange, outcome: self.outcome, route: report.metricsRoute, in: report.metrics)
+        guard report.logs else { return }
+        var metadata: Logger.Metadata = [
+            "method": "\(exchange.head.method)",
+            "path": "\(exchange.head.path)",
+            "route": "\(report.route)",
+            "status": "\(exchange.responseStatus ?? 0)",
+            "duration_ms": "\((ContinuousClock.now - exchange.startTime).milliseconds)",
+            "bytes": "\(exchange.responseBodyBytes)",
+            "client": "\(exchange.remoteAddress)",
+        ]
+        if !finished {
+            metadata["aborted"] = "true"
+        }
+        if exchange.isTunnel {
+            // One line per tunnel at its end: bytes each way, and its whole duration.
+            metadata["tunnel"] = "true"
+            metadata["request_bytes"] = "\(exchange.requestBodyBytes)"
+        }
+        for (key, value) in exchange.logFields {
+            metadata[key] = .string(value)
+        }
+        ProxyHandler.addOutcome(self.outcome, to: &metadata)
+        report.logger.info("request", metadata: metadata)
     }
 }

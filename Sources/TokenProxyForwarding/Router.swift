@@ -10,8 +10,11 @@ package struct Router: Sendable {
     /// the one match, where a struct would copy the whole route configuration (and retain
     /// each of its strings) at every hand-over.
     package final class Match: Sendable, Equatable {
+        /// The matched route's entry, shared by every match of it: the route is not copied
+        /// per request.
+        private let entry: Entry
         /// The matched route.
-        let route: RouteConfiguration
+        var route: RouteConfiguration { self.entry.route }
         /// The request path with the prefix removed when `strip_prefix` is set (possibly
         /// empty), else the whole path.
         let upstreamPath: String
@@ -20,8 +23,16 @@ package struct Router: Sendable {
         let withheldHeaders: [String]
 
         /// A match of `route` forwarding to `upstreamPath`.
-        init(route: RouteConfiguration, upstreamPath: String, withheldHeaders: [String] = []) {
-            self.route = route
+        convenience init(route: RouteConfiguration, upstreamPath: String, withheldHeaders: [String] = []) {
+            self.init(
+                entry: Entry(route: route, prefix: "", host: nil),
+                upstreamPath: upstreamPath,
+                withheldHeaders: withheldHeaders
+            )
+        }
+
+        fileprivate init(entry: Entry, upstreamPath: String, withheldHeaders: [String]) {
+            self.entry = entry
             self.upstreamPath = upstreamPath
             self.withheldHeaders = withheldHeaders
         }
@@ -36,7 +47,7 @@ package struct Router: Sendable {
     /// A route with its prefix and host made ready for matching. A class, so that looking
     /// through the routes for a request takes a reference to each rather than a copy of its
     /// whole configuration.
-    private final class Entry: Sendable {
+    fileprivate final class Entry: Sendable {
         let route: RouteConfiguration
         /// The prefix without a trailing slash; empty for the root prefix `/`.
         let prefix: String
@@ -88,7 +99,7 @@ package struct Router: Sendable {
             guard Self.path(path, hasSegmentPrefix: entry.prefix) else { continue }
             let upstreamPath =
                 entry.route.stripPrefix ? String(path.utf8.dropFirst(entry.prefix.utf8.count)) ?? "" : path
-            return Match(route: entry.route, upstreamPath: upstreamPath, withheldHeaders: self.withheldHeaders)
+            return Match(entry: entry, upstreamPath: upstreamPath, withheldHeaders: self.withheldHeaders)
         }
         return nil
     }

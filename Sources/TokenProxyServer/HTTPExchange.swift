@@ -26,9 +26,10 @@ package final class HTTPExchange {
     package var onWritable: (() -> Void)?
     /// Called once if the connection ends before the response finished (client gone, reset).
     package var onClose: (() -> Void)?
-    /// Called once when the exchange ends: `true` when the response was finished, `false`
-    /// when it was aborted or the connection ended first. For access logs and metrics.
-    package var onComplete: ((_ finished: Bool) -> Void)?
+    /// Told once when the exchange ends, for access logs and metrics. An object rather than a
+    /// closure: the access line's record is the observer, so a request allocates one object
+    /// for it, not a record and a closure context.
+    package var observer: (any HTTPExchangeObserver)?
     /// Fields that handlers add to the exchange's access-log line (the error code and reason
     /// of an answer the proxy made itself).
     package var logFields: [String: String] = [:]
@@ -209,12 +210,12 @@ package final class HTTPExchange {
     /// objects that hold the exchange (a transfer, a handler), and keeping them would make
     /// each finished exchange a reference cycle.
     private func complete(finished: Bool) {
-        let callback = self.onComplete
-        self.onComplete = nil
+        let observer = self.observer
+        self.observer = nil
         self.onClose = nil
         self.onWritable = nil
         self.bodyHandler = nil
-        callback?(finished)
+        observer?.exchangeCompleted(self, finished: finished)
     }
 
     private func assertInContext() {
@@ -233,3 +234,10 @@ package final class HTTPExchange {
 
 @available(*, unavailable)
 extension HTTPExchange: Sendable {}
+
+/// Who learns that an exchange ended: `finished` is `true` when the response was finished,
+/// `false` when it was aborted or the connection ended first. Called on the exchange's
+/// context; the exchange drops its observer then.
+package protocol HTTPExchangeObserver: AnyObject {
+    func exchangeCompleted(_ exchange: HTTPExchange, finished: Bool)
+}

@@ -46,7 +46,7 @@ private final class MisframingHandler: HTTPExchangeHandler, Sendable {
     }
 
     func handle(_ exchange: HTTPExchange) {
-        exchange.onComplete = { [self] done in self.finished.withLockedValue { $0.append(done) } }
+        exchange.observer = CompletionObserver { [self] done in self.finished.withLockedValue { $0.append(done) } }
         exchange.sendHead(HTTPResponseHead(status: 200, contentLength: self.announced))
         exchange.sendBody(Array(self.sent.utf8))
         exchange.finish()

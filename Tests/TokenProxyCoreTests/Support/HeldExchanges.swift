@@ -25,7 +25,7 @@ final class HeldExchanges: HTTPExchangeHandler, @unchecked Sendable {
         let index = self.exchanges.count
         self.exchanges.append(exchange)
         exchange.onClose = { [unowned self] in self.closed.append(index) }
-        exchange.onComplete = { [unowned self] finished in self.completions[index] = finished }
+        exchange.observer = CompletionObserver { [unowned self] finished in self.completions[index] = finished }
         if self.readsBodies {
             exchange.readBody { [unowned self] event in self.bodies[index, default: []].append(event) }
         }
@@ -33,4 +33,17 @@ final class HeldExchanges: HTTPExchangeHandler, @unchecked Sendable {
 
     /// The latest exchange.
     var last: HTTPExchange? { self.exchanges.last }
+}
+
+/// An exchange observer that hands how the exchange ended to `completed`.
+final class CompletionObserver: HTTPExchangeObserver {
+    private let completed: (_ finished: Bool) -> Void
+
+    init(_ completed: @escaping (_ finished: Bool) -> Void) {
+        self.completed = completed
+    }
+
+    func exchangeCompleted(_ exchange: HTTPExchange, finished: Bool) {
+        self.completed(finished)
+    }
 }
