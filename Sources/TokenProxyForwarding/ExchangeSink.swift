@@ -7,48 +7,72 @@ import TokenProxyUpstream
 ///
 /// The sink only brings each delivery into the exchange's context, to the request's
 /// ``ForwardingAttempt``, whose state machine decides whether it is relayed, dropped or
-/// ends in another attempt.
+/// ends in another attempt. It also maps the answer's `Location` back onto the proxy's path,
+/// on the engine's thread, from the match and base it was made with (both immutable).
 ///
-/// A class: the transfer holds it and each delivery's closure captures it, one reference
-/// each instead of a copy of its fields.
+/// One object per transfer, holding inline what a delivery needs: the exchange, a weak
+/// reference to its attempt and the count of deliveries queued. A delivery in place
+/// allocates nothing; only one that must wait for the connection makes a closure.
 final class ExchangeSink: CurlResponseSink {
     /// The client exchange, confined to its connection's context.
     let exchange: QueueBound<HTTPExchange>
     /// The request whose transfer this is; its deliveries are dropped once it is gone (its
     /// exchange ended).
-    private let owner: QueueBound<WeakReference<ForwardingAttempt>>
+    private let owner: WeakBound<ForwardingAttempt>
     /// The order of this transfer's deliveries and resumes.
     private let producer = OrderedProducer()
+    /// The route and upstream base, for ``rewrittenLocation(_:)``.
+    private let match: Router.Match
+    private let base: UpstreamURL.Base
 
-    /// A sink for `owner`'s transfer.
-    init(exchange: QueueBound<HTTPExchange>, owner: QueueBound<WeakReference<ForwardingAttempt>>) {
+    /// A sink for `owner`'s transfer answering `exchange`.
+    init(
+        exchange: QueueBound<HTTPExchange>,
+        owner: WeakBound<ForwardingAttempt>,
+        match: Router.Match,
+        base: UpstreamURL.Base
+    ) {
         self.exchange = exchange
         self.owner = owner
+        self.match = match
+        self.base = base
     }
 
-    /// Runs `delivery` in the exchange's context, handed to the owner.
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
-        self.run { [self] exchange in
-            guard let attempt = self.owner.value.object else {
-                // The exchange ended: nothing is relayed, and the transfer is never held up.
-                transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
-                return
-            }
-            attempt.deliver(delivery, from: transfer, to: exchange)
+        let context = self.exchange.context
+        if self.producer.runHereIfIdle(on: context, { self.deliverHere(delivery, from: transfer) }) {
+            return
+        }
+        self.producer.willQueue()
+        context.async {
+            self.producer.started()
+            self.deliverHere(delivery, from: transfer)
         }
     }
 
-    /// Resumes reading the client's body, in the same order as the deliveries.
     func resumeRequestBody() {
-        self.run { $0.resumeBody() }
+        let context = self.exchange.context
+        if self.producer.runHereIfIdle(on: context, { self.exchange.value.resumeBody() }) {
+            return
+        }
+        self.producer.willQueue()
+        context.async {
+            self.producer.started()
+            self.exchange.value.resumeBody()
+        }
     }
 
-    /// Runs `body` in the exchange's context: in place on the engine's thread when the
-    /// connection is idle, otherwise through its queue. Deliveries and body resumes share one
-    /// order, so an answer run in place never overtakes a resume still waiting on the queue
-    /// (which would end the exchange before the connection took the end of the request body,
-    /// and close a connection that could have been kept alive).
-    private func run(_ body: @escaping @Sendable (HTTPExchange) -> Void) {
-        self.exchange.executeHereIfIdle(for: self.producer, body)
+    func rewrittenLocation(_ location: String) -> String? {
+        LocationRewrite.rewrite(location, match: self.match, base: self.base)
+    }
+
+    /// In the exchange's context: the delivery to the attempt, or, once it is gone, nothing
+    /// relayed and the transfer never held up.
+    private func deliverHere(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
+        guard let attempt = self.owner.object else {
+            transfer.bodyDelivered(delivery.bodyBytes, consumerWritable: true)
+            return
+        }
+        attempt.deliver(delivery, from: transfer, to: self.exchange.value)
     }
 }

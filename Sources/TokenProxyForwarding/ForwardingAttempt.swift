@@ -43,7 +43,7 @@ final class ForwardingAttempt {
     private var credential: CredentialHeader?
     private var transfer: CurlTransfer?
     /// The reference that callbacks hold (a token wait, the transfers' sinks): made once.
-    private lazy var handle = QueueBound(WeakReference(self), context: self.context)
+    private var handle: WeakBound<ForwardingAttempt> { WeakBound(self, context: self.context) }
 
     /// An attempt for `exchange`, not started until ``begin()``.
     init(
@@ -138,13 +138,13 @@ final class ForwardingAttempt {
         case .reauthorize(let formBody):
             // Once the refused answer was drained, through the queue: the new credential may
             // be at hand, and the replay must not start inside the delivery that ended.
-            self.handle.execute { reference in
-                reference.object?.reauthorize(formBody: formBody)
+            self.handle.execute { attempt in
+                attempt?.reauthorize(formBody: formBody)
             }
         case .proveAgain(let formBody):
             // As for a replay: after the dropped answer, through the queue.
-            self.handle.execute { reference in
-                reference.object?.proveAgain(formBody: formBody)
+            self.handle.execute { attempt in
+                attempt?.proveAgain(formBody: formBody)
             }
         case .cancelTransfer:
             if let transfer = self.transfer {
@@ -194,8 +194,8 @@ final class ForwardingAttempt {
         entry.source.token { result in
             // A token at hand (static, or cached) arrives in the exchange's context: the
             // transfer then starts without another trip through its queue.
-            handle.executeNowOrLater { reference in
-                reference.object?.credentialArrived(result, entry: entry, formBody: formBody)
+            handle.executeNowOrLater { attempt in
+                attempt?.credentialArrived(result, entry: entry, formBody: formBody)
             }
         }
     }
@@ -263,10 +263,12 @@ extension ForwardingAttempt {
             engine: self.engine,
             request: request,
             options: options,
-            sink: ExchangeSink(exchange: QueueBound(exchange, context: self.context), owner: self.handle),
-            rewriteLocation: { [match = self.match, base = self.base] in
-                LocationRewrite.rewrite($0, match: match, base: base)
-            },
+            sink: ExchangeSink(
+                exchange: QueueBound(exchange, context: self.context),
+                owner: self.handle,
+                match: self.match,
+                base: self.base
+            ),
             route: route.name,
             provider: route.provider
         )

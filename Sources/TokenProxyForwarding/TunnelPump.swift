@@ -38,12 +38,12 @@ final class TunnelPump {
     /// Starts both directions; `leftover` came after the upstream's `101` head.
     func start(leftover: [UInt8]) {
         let context = self.exchange.context
-        let bound = QueueBound(WeakReference(self), context: context)
+        let bound = WeakBound(self, context: context)
         // The sources report on the connection's queue: the pump runs there at once, holding
         // the context as the client socket's events do (`HTTPConnection.start()`).
         self.tunnel.start(queue: context.queue) { event in
             context.run {
-                guard let pump = bound.value.object else { return }
+                guard let pump = bound.object else { return }
                 switch event {
                 case .readable: pump.perform(pump.machine.upstreamReadable())
                 case .writable: pump.perform(pump.machine.upstreamWritable())

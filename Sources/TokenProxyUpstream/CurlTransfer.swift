@@ -33,8 +33,6 @@ package final class CurlTransfer: @unchecked Sendable {
     let options: Options
     /// Where the response goes: a client exchange, or a buffer for the proxy's own requests.
     let sink: any CurlResponseSink
-    /// Maps the upstream's `Location` onto the proxy; nil for the proxy's own requests.
-    let rewriteLocation: (@Sendable (String) -> String)?
     let requestIsHead: Bool
     /// Route and provider names for error messages.
     let route: String?
@@ -69,7 +67,6 @@ package final class CurlTransfer: @unchecked Sendable {
         request: UpstreamRequest,
         options: Options,
         sink: any CurlResponseSink,
-        rewriteLocation: (@Sendable (String) -> String)?,
         route: String?,
         provider: String?
     ) {
@@ -77,7 +74,6 @@ package final class CurlTransfer: @unchecked Sendable {
         self.request = request
         self.options = options
         self.sink = sink
-        self.rewriteLocation = rewriteLocation
         self.requestIsHead = request.method == "HEAD"
         self.route = route
         self.provider = provider
@@ -366,7 +362,7 @@ package final class CurlTransfer: @unchecked Sendable {
             self.report(self.life.headComplete(now: .now))
             self.outbox.head = self.parser.head(
                 requestIsHead: self.requestIsHead,
-                rewriteLocation: self.rewriteLocation
+                rewriteLocation: { self.sink.rewrittenLocation($0) }
             )
             self.outbox.resentByLibcurl = self.life.resent
             self.queueOutbox()

@@ -109,7 +109,7 @@ package enum CurlTunnelHandshake {
             }
         }
         let upgrade = parser.value(of: "upgrade")
-        var head = parser.head(requestIsHead: isHead, rewriteLocation: nil)
+        var head = parser.head(requestIsHead: isHead, rewriteLocation: { _ in nil })
         if head.status == 101 {
             guard let protocols = upgrade, HTTPGrammar.isValidFieldValue(Array(protocols.utf8))
             else {

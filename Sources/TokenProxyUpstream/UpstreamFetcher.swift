@@ -122,7 +122,6 @@ package struct UpstreamFetcher: Sendable {
             request: upstreamRequest,
             options: options,
             sink: sink,
-            rewriteLocation: nil,
             route: nil,
             provider: nil
         )

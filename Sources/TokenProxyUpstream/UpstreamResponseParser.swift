@@ -115,9 +115,9 @@ struct UpstreamResponseParser: Sendable {
     /// The head to send to the client, made from the final head's fields in place: they
     /// are handed over, and the parser keeps none (read ``value(of:)`` first). Its framing
     /// (``framingProblem``, ``hasTransferEncoding``, ``declaredLength``) stays known.
-    /// `rewriteLocation`, when given, maps a `Location` value (the proxy's routes know how
-    /// upstream URLs map back onto the proxy).
-    mutating func head(requestIsHead: Bool, rewriteLocation: (@Sendable (String) -> String)?) -> HTTPResponseHead {
+    /// `rewriteLocation` maps a `Location` value (the proxy's routes know how upstream URLs
+    /// map back onto the proxy), or returns `nil` to leave it as it came.
+    mutating func head(requestIsHead: Bool, rewriteLocation: (String) -> String?) -> HTTPResponseHead {
         let status = self.status ?? 502
         // Field names the upstream's Connection header lists are hop-by-hop too (RFC 9110
         // §7.6.1). Most answers list only `keep-alive`, itself hop-by-hop, and the set of other
@@ -146,15 +146,13 @@ struct UpstreamResponseParser: Sendable {
             Self.hopByHop.contains(name) || !HTTPGrammar.isValidFieldValue(value)
                 || (!listed.isEmpty && listed.contains(ASCII.lowercased(name)))
         }
-        if let rewriteLocation {
-            headers.replaceValues { name, value in
-                // A Location that is not UTF-8 cannot name the upstream's origin; it goes on
-                // as it came.
-                guard HTTPHeaders.name(name, equals: "location"),
-                    let location = String(validating: value, as: UTF8.self)
-                else { return nil }
-                return rewriteLocation(location)
-            }
+        headers.replaceValues { name, value in
+            // A Location that is not UTF-8 cannot name the upstream's origin; it goes on as it
+            // came.
+            guard HTTPHeaders.name(name, equals: "location"),
+                let location = String(validating: value, as: UTF8.self)
+            else { return nil }
+            return rewriteLocation(location)
         }
         var head = HTTPResponseHead(status: status, reason: self.reason, headers: headers)
         // Names were checked as tokens by `line`, values just above, framing fields dropped.

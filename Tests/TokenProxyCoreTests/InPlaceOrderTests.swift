@@ -55,8 +55,7 @@ struct InPlaceOrderTests {
 }
 
 /// Relays every delivery as it is, in the order ``ExchangeSink`` keeps: its deliveries and
-/// body resumes go through the one ``QueueBound/executeHereIfIdle(for:_:)`` of a producer
-/// of their own, as the sink's do.
+/// body resumes go through one ``OrderedProducer`` of its own, as the sink's do.
 private final class RelayingSink: CurlResponseSink {
     let exchange: QueueBound<HTTPExchange>
     private let producer = OrderedProducer()
@@ -66,7 +65,7 @@ private final class RelayingSink: CurlResponseSink {
     }
 
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {
-        self.exchange.executeHereIfIdle(for: self.producer) { exchange in
+        self.handOff { exchange in
             exchange.batch { exchange in
                 if let head = delivery.head {
                     exchange.sendHead(head)
@@ -86,7 +85,19 @@ private final class RelayingSink: CurlResponseSink {
     }
 
     func resumeRequestBody() {
-        self.exchange.executeHereIfIdle(for: self.producer) { $0.resumeBody() }
+        self.handOff { $0.resumeBody() }
+    }
+
+    private func handOff(_ body: @escaping @Sendable (HTTPExchange) -> Void) {
+        let context = self.exchange.context
+        if self.producer.runHereIfIdle(on: context, { body(self.exchange.value) }) {
+            return
+        }
+        self.producer.willQueue()
+        context.async {
+            self.producer.started()
+            body(self.exchange.value)
+        }
     }
 }
 

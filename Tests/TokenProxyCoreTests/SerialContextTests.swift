@@ -49,10 +49,10 @@ struct SerialContextTests {
         let queue = DispatchQueue(label: "test.context.order")
         let context = SerialContext(queue: queue)
         let bound = QueueBound(OrderLog(), context: context)
-        let producer = OrderedProducer()
+        let producer = Producer()
 
         // Idle: the call runs at once, on this thread.
-        bound.executeHereIfIdle(for: producer) { $0.append(0) }
+        producer.handOff(bound) { $0.append(0) }
         #expect(Self.values(bound) == [0])
 
         // Busy: calls 1 and 2 go to the queue, which is kept from running them.
@@ -64,13 +64,13 @@ struct SerialContextTests {
         }
         queueBlocked.wait()
         let holder = GateHolder(context)
-        bound.executeHereIfIdle(for: producer) { $0.append(1) }
-        bound.executeHereIfIdle(for: producer) { $0.append(2) }
+        producer.handOff(bound) { $0.append(1) }
+        producer.handOff(bound) { $0.append(2) }
         holder.release()
 
         // The gate is free now, but 1 and 2 have not run: 3 must wait behind them.
         #expect(eventually { context.runIfIdle {} })
-        bound.executeHereIfIdle(for: producer) { $0.append(3) }
+        producer.handOff(bound) { $0.append(3) }
         #expect(Self.values(bound) == [0])
 
         unblockQueue.signal()
@@ -78,7 +78,7 @@ struct SerialContextTests {
         #expect(Self.values(bound) == [0, 1, 2, 3])
 
         // Everything queued has run: in place again.
-        bound.executeHereIfIdle(for: producer) { $0.append(4) }
+        producer.handOff(bound) { $0.append(4) }
         #expect(Self.values(bound) == [0, 1, 2, 3, 4])
     }
 
@@ -103,5 +103,22 @@ struct SerialContextTests {
         var values: [Int]?
         _ = bound.context.runIfIdle { values = bound.value.values }
         return values
+    }
+}
+
+/// One producer's hand-offs to a bound value, run in place or queued in order as
+/// ``ExchangeSink`` runs its deliveries.
+private final class Producer: Sendable {
+    private let producer = OrderedProducer()
+
+    func handOff<Value>(_ bound: QueueBound<Value>, _ body: @escaping @Sendable (Value) -> Void) {
+        if self.producer.runHereIfIdle(on: bound.context, { body(bound.value) }) {
+            return
+        }
+        self.producer.willQueue()
+        bound.context.async {
+            self.producer.started()
+            body(bound.value)
+        }
     }
 }

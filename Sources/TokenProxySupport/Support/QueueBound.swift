@@ -44,24 +44,4 @@ package struct QueueBound<Value>: @unchecked Sendable {
             self.execute(body)
         }
     }
-
-    /// Runs `body` at once on the calling thread when no thread holds the context and none
-    /// of `producer`'s earlier calls still waits on the queue; otherwise like ``execute(_:)``.
-    /// For one producer (an engine delivering a transfer's answer) whose calls never overlap,
-    /// that must never wait for the connection and whose calls must run in order. Only for
-    /// callers that hold no state `body` could reenter.
-    package func executeHereIfIdle(for producer: OrderedProducer, _ body: @escaping @Sendable (Value) -> Void) {
-        let storage = self.storage
-        // One producer whose calls never overlap (they may come from different threads, one
-        // after the other, ordered by the engine's lock): when it reads 0, every call it
-        // queued has started, and getting the gate then means they have also finished.
-        if producer.queued.load(ordering: .acquiring) == 0, self.context.runIfIdle({ body(storage) }) {
-            return
-        }
-        producer.queued.add(1, ordering: .relaxed)
-        self.context.async {
-            producer.queued.subtract(1, ordering: .releasing)
-            body(self.storage)
-        }
-    }
 }

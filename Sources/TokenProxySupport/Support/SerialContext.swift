@@ -68,7 +68,7 @@ package final class SerialContext: @unchecked Sendable {
 
     /// Runs `body` at once if the gate is free now; returns false, without running it, when
     /// another thread (or this one) holds it.
-    func runIfIdle(_ body: () -> Void) -> Bool {
+    package func runIfIdle(_ body: () -> Void) -> Bool {
         guard pthread_mutex_trylock(self.gate) == 0 else { return false }
         self.inPlace = true
         self.hold(UInt(pthread_self())) {

@@ -26,7 +26,6 @@ extension CurlTransfer {
                 firstByteTimeout: 1
             ),
             sink: sink,
-            rewriteLocation: nil,
             route: nil,
             provider: nil
         )
