@@ -49,6 +49,10 @@ final class CommandCredentialSource: CredentialSource {
         }
     }
 
+    func tokenAtHand() -> AccessToken? {
+        self.cache.tokenAtHand()
+    }
+
     /// Forgets `token` if it is still the cached one.
     func invalidate(_ token: AccessToken) {
         self.cache.invalidate(token)

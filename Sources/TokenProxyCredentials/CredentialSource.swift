@@ -6,6 +6,11 @@ package protocol CredentialSource: Sendable {
     /// `login_required`). `completion` may run on any thread.
     func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void)
 
+    /// The token ``token(completion:)`` would give at once without any other effect (a
+    /// static token, a cached one still fresh), else `nil`: the caller then asks
+    /// ``token(completion:)``. Spares the usual request a completion closure and a hop.
+    func tokenAtHand() -> AccessToken?
+
     /// Whether asking again can give a different token (false for `static`), which is what
     /// makes replaying a request after a 401 worthwhile.
     var canRenew: Bool { get }
@@ -43,4 +48,9 @@ extension CredentialSource {
 
     /// By default nothing runs that a successor could wait on.
     func retire(handingOverTo successor: (any CredentialSource)?) {}
+}
+
+extension CredentialSource {
+    /// No token is at hand without asking.
+    package func tokenAtHand() -> AccessToken? { nil }
 }

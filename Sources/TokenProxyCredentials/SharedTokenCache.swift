@@ -104,6 +104,15 @@ final class SharedTokenCache: Sendable {
         }
     }
 
+    /// The cached token while it is fresh, as ``token(completion:until:fetch:)`` would deliver
+    /// it at once; nil otherwise, and for a retired cache.
+    func tokenAtHand() -> AccessToken? {
+        let now = ContinuousClock.now
+        return self.state.withLockedValue { state in
+            state.handover == nil ? state.machine.current(now: now) : nil
+        }
+    }
+
     /// What ``token(completion:until:fetch:)`` does with a caller, decided under the lock.
     private enum Decision {
         case act(TokenCacheStateMachine<Waiter, ProxyError>.Action)
@@ -168,11 +177,6 @@ final class SharedTokenCache: Sendable {
                 state.machine.reset()
             }
         }
-    }
-
-    /// The cached token, if fresh (tests).
-    var current: AccessToken? {
-        self.state.withLockedValue { $0.machine.current(now: .now) }
     }
 
     /// A refresh ahead of expiry to start now, if `token` is still cached and nothing runs

@@ -30,6 +30,11 @@ struct StaticCredentialSource: CredentialSource {
         completion(self.fixed ?? Self.answer(self.secret, provider: self.name))
     }
 
+    func tokenAtHand() -> AccessToken? {
+        guard case .success(let token)? = self.fixed else { return nil }
+        return token
+    }
+
     private static func answer(_ secret: Secret, provider: String) -> Result<AccessToken, ProxyError> {
         do {
             let value = try secret.resolve()

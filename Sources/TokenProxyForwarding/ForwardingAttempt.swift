@@ -190,6 +190,10 @@ final class ForwardingAttempt {
     /// `formBody` too.
     private func obtainCredential(formBody: [UInt8]?) {
         guard let entry = self.entry else { return }
+        if let token = entry.source.tokenAtHand() {
+            self.credentialArrived(.success(token), entry: entry, formBody: formBody)
+            return
+        }
         let handle = self.handle
         entry.source.token { result in
             // A token at hand (static, or cached) arrives in the exchange's context: the

@@ -6,10 +6,10 @@ import TokenProxyConfiguration
 package struct Router: Sendable {
     /// A matched route and the path to append to its upstream's base path.
     ///
-    /// A class, immutable: a request's handler, forwarder, transfer and callbacks all hold
-    /// the one match, where a struct would copy the whole route configuration (and retain
-    /// each of its strings) at every hand-over.
-    package final class Match: Sendable, Equatable {
+    /// A small value, made per request without an object of its own: the route stays in the
+    /// router's entry, which every match of it shares, so handing a match over copies three
+    /// references, not the route's configuration.
+    package struct Match: Sendable, Equatable {
         /// The matched route's entry, shared by every match of it: the route is not copied
         /// per request.
         private let entry: Entry
@@ -23,7 +23,7 @@ package struct Router: Sendable {
         let withheldHeaders: [String]
 
         /// A match of `route` forwarding to `upstreamPath`.
-        convenience init(route: RouteConfiguration, upstreamPath: String, withheldHeaders: [String] = []) {
+        init(route: RouteConfiguration, upstreamPath: String, withheldHeaders: [String] = []) {
             self.init(
                 entry: Entry(route: route, prefix: "", host: nil),
                 upstreamPath: upstreamPath,

@@ -140,6 +140,10 @@ final class TunnelAttempt {
 
     private func obtainCredential() {
         guard let entry = self.entry else { return }
+        if let token = entry.source.tokenAtHand() {
+            self.credentialArrived(.success(token), entry: entry)
+            return
+        }
         let bound = self.bound
         entry.source.token { result in
             bound.executeNowOrLater { $0.credentialArrived(result, entry: entry) }

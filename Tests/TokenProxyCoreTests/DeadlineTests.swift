@@ -89,7 +89,7 @@ struct DeadlineTests {
         if let abandoned = started.withLockedValue({ $0.first }) {
             cache.complete(abandoned, .success(AccessToken(value: "late")))
         }
-        #expect(cache.current == nil)
+        #expect(cache.tokenAtHand() == nil)
         // After the backoff a new fetch starts, and its result is taken.
         let next = Mutex<SharedTokenCache.Fetch?>(nil)
         #expect(
@@ -101,7 +101,7 @@ struct DeadlineTests {
         if let fetch = next.withLockedValue({ $0 }) {
             cache.complete(fetch, .success(AccessToken(value: "fresh")))
         }
-        #expect(cache.current?.value == "fresh")
+        #expect(cache.tokenAtHand()?.value == "fresh")
     }
 
     @Test func aWaiterGetsItsAnswerAtItsOwnWaitLimitWhileTheFetchGoesOn() {
@@ -121,7 +121,7 @@ struct DeadlineTests {
         if let fetch = running.withLockedValue({ $0 }) {
             cache.complete(fetch, .success(AccessToken(value: "t")))
         }
-        #expect(cache.current?.value == "t")
+        #expect(cache.tokenAtHand()?.value == "t")
     }
 
     /// A retired cache (a reload replaced its provider) hands its waiters, with the end of
@@ -150,7 +150,7 @@ struct DeadlineTests {
             cache.complete(fetch, .success(AccessToken(value: "late")))
         }
         #expect(answers.withLockedValue { $0 } == ["successor", "successor"])
-        #expect(cache.current == nil)
+        #expect(cache.tokenAtHand() == nil)
         cache.token(completion: record) { _ in Issue.record("a fetch after retirement") }
         #expect(answers.withLockedValue { $0 } == ["successor", "successor", "successor"])
         #expect(handed.withLockedValue { $0.count } == 3)

@@ -98,6 +98,11 @@ final class OAuthGrantSource: CredentialSource {
         self.token(completion: completion, until: nil)
     }
 
+    func tokenAtHand() -> AccessToken? {
+        self.dropTokenOfRotatedCertificate()
+        return self.cache.tokenAtHand()
+    }
+
     var proofThumbprint: String? {
         self.keyring?.thumbprint
     }
