@@ -4,9 +4,9 @@
 /// (RFC 9110 §5.1). Order and duplicates are preserved, since a proxy must not merge
 /// fields it does not understand.
 ///
-/// The fields live as bytes in one buffer, each field two ranges into it, so that reading a
-/// head, dropping fields from it and writing it out again makes no String per field: a name
-/// or value becomes a String only when it is asked for (`docs/contributing/architecture.md`, "Header
+/// The fields live as bytes in one buffer, each field a record in it, so that reading a head,
+/// dropping fields from it and writing it out again makes no String per field: a name or
+/// value becomes a String only when it is asked for (`docs/contributing/architecture.md`, "Header
 /// fields as bytes").
 package struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// One header field, as Strings.
@@ -17,27 +17,63 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
         package var value: String
     }
 
-    /// Where one field's name and value lie in `bytes`.
-    private struct Span: Sendable {
-        var nameStart: Int
-        var nameEnd: Int
-        var valueStart: Int
-        var valueEnd: Int
+    /// Each field is a record in `bytes`: a flag byte (``live`` or ``removed``), the name's
+    /// and the value's lengths (4 bytes each, little-endian), then the name and the value. One
+    /// buffer, so that a list costs one allocation, not one for the bytes and one for an
+    /// index beside them.
+    private static let recordHeader = 9
+    private static let live: UInt8 = 0
+    private static let removed: UInt8 = 1
+
+    /// The fields' records, back to back. A removed field's record stays in the buffer,
+    /// flagged: fields are removed once per hop at most (hop-by-hop and withheld fields, a
+    /// route's replacements), so the buffer stays within the head's size and what was added
+    /// to it.
+    private var bytes: [UInt8] = []
+    /// The number of live fields.
+    private var liveCount = 0
+    /// Where the last live field's record starts, when it is the last record in the buffer
+    /// (``appendToLastValue(_:)`` extends it in place).
+    private var lastRecord: Int?
+
+    /// One record's place in the buffer.
+    private struct Record {
+        var start: Int
+        var nameLength: Int
+        var valueLength: Int
+
+        var nameStart: Int { self.start + HTTPHeaders.recordHeader }
+        var valueStart: Int { self.nameStart + self.nameLength }
+        var end: Int { self.valueStart + self.valueLength }
 
         func name(in buffer: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
-            UnsafeBufferPointer(rebasing: buffer[self.nameStart..<self.nameEnd])
+            UnsafeBufferPointer(rebasing: buffer[self.nameStart..<self.valueStart])
         }
 
         func value(in buffer: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
-            UnsafeBufferPointer(rebasing: buffer[self.valueStart..<self.valueEnd])
+            UnsafeBufferPointer(rebasing: buffer[self.valueStart..<self.end])
         }
     }
 
-    /// Names and values, back to back. A removed field's bytes stay in the buffer: fields are
-    /// removed once per hop at most (hop-by-hop and withheld fields, a route's replacements),
-    /// so the buffer stays within the head's size and what was added to it.
-    private var bytes: [UInt8] = []
-    private var spans: [Span] = []
+    /// The record starting at `offset` of `buffer`, and whether it is live.
+    private static func record(at offset: Int, in buffer: UnsafeBufferPointer<UInt8>) -> (Record, live: Bool) {
+        let raw = UnsafeRawBufferPointer(buffer)
+        let nameLength = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 1, as: UInt32.self)))
+        let valueLength = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 5, as: UInt32.self)))
+        return (Record(start: offset, nameLength: nameLength, valueLength: valueLength), buffer[offset] == Self.live)
+    }
+
+    /// Calls `body` with each live record, in order.
+    private static func forEachLive(in buffer: UnsafeBufferPointer<UInt8>, _ body: (Record) -> Void) {
+        var offset = 0
+        while offset < buffer.count {
+            let (record, live) = Self.record(at: offset, in: buffer)
+            if live {
+                body(record)
+            }
+            offset = record.end
+        }
+    }
 
     /// An empty header list.
     package init() {}
@@ -51,54 +87,82 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     }
 
     /// Makes room for `count` fields in all, so that adding them one by one does not grow the
-    /// storage step by step (about 40 bytes for each field still to come).
+    /// storage step by step (about 50 bytes for each field still to come).
     package mutating func reserveCapacity(_ count: Int) {
-        self.bytes.reserveCapacity(self.bytes.count + Swift.max(0, count - self.spans.count) * 40)
-        self.spans.reserveCapacity(count)
+        self.bytes.reserveCapacity(self.bytes.count + Swift.max(0, count - self.liveCount) * 50)
     }
 
     /// The number of fields, duplicates included.
-    package var count: Int { self.spans.count }
+    package var count: Int { self.liveCount }
+
+    /// Appends a record's header for a name and value of these lengths; returns its start.
+    private mutating func appendRecordHeader(nameLength: Int, valueLength: Int) -> Int {
+        let start = self.bytes.count
+        let name = UInt32(truncatingIfNeeded: nameLength)
+        let value = UInt32(truncatingIfNeeded: valueLength)
+        // Nine bytes in one copy (a tuple of bytes has no padding).
+        let header: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (
+            Self.live,
+            UInt8(truncatingIfNeeded: name), UInt8(truncatingIfNeeded: name >> 8),
+            UInt8(truncatingIfNeeded: name >> 16), UInt8(truncatingIfNeeded: name >> 24),
+            UInt8(truncatingIfNeeded: value), UInt8(truncatingIfNeeded: value >> 8),
+            UInt8(truncatingIfNeeded: value >> 16), UInt8(truncatingIfNeeded: value >> 24)
+        )
+        withUnsafeBytes(of: header) { self.append($0) }
+        self.liveCount += 1
+        self.lastRecord = start
+        return start
+    }
+
+    /// Appends `raw` to the buffer as one copy (an `UnsafeRawBufferPointer` is not contiguous
+    /// storage to `Array.append(contentsOf:)`, which would copy it byte by byte).
+    private mutating func append(_ raw: UnsafeRawBufferPointer) {
+        self.bytes.append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
+    }
 
     /// Appends a field.
     package mutating func add(name: String, value: String) {
-        let nameStart = self.bytes.count
+        _ = self.appendRecordHeader(nameLength: name.utf8.count, valueLength: value.utf8.count)
         self.bytes.append(contentsOf: name.utf8)
-        let valueStart = self.bytes.count
         self.bytes.append(contentsOf: value.utf8)
-        self.appendSpan(nameStart: nameStart, valueStart: valueStart)
     }
 
     /// Appends a field given as bytes, which the caller has checked (a token name, a value
     /// without CR, LF or NUL).
     package mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        let nameStart = self.bytes.count
-        self.bytes.append(contentsOf: name)
-        let valueStart = self.bytes.count
-        self.bytes.append(contentsOf: value)
-        self.appendSpan(nameStart: nameStart, valueStart: valueStart)
-    }
-
-    /// Records the field whose name starts at `nameStart` and whose value runs from
-    /// `valueStart` to the end of the buffer.
-    private mutating func appendSpan(nameStart: Int, valueStart: Int) {
-        self.spans.append(
-            Span(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart, valueEnd: self.bytes.count)
-        )
+        _ = self.appendRecordHeader(nameLength: name.count, valueLength: value.count)
+        self.append(name)
+        self.append(value)
     }
 
     /// Appends `bytes` to the value of the last field (an obsolete line folding joined to it).
     package mutating func appendToLastValue(_ bytes: UnsafeRawBufferPointer) {
-        guard var last = self.spans.popLast() else { return }
-        if last.valueEnd != self.bytes.count {
-            // The last value is not at the end of the buffer: move it there first.
-            let value = Array(self.bytes[last.valueStart..<last.valueEnd])
-            last.valueStart = self.bytes.count
-            self.bytes.append(contentsOf: value)
+        guard self.liveCount > 0 else { return }
+        if let start = self.lastRecord {
+            // The last field's record ends the buffer: its value grows in place.
+            let (record, _) = self.bytes.withUnsafeBufferPointer { Self.record(at: start, in: $0) }
+            self.append(bytes)
+            let length = UInt32(truncatingIfNeeded: record.valueLength + bytes.count).littleEndian
+            withUnsafeBytes(of: length) { length in
+                for index in 0..<4 {
+                    self.bytes[start + 5 + index] = length[index]
+                }
+            }
+            return
         }
-        self.bytes.append(contentsOf: bytes)
-        last.valueEnd = self.bytes.count
-        self.spans.append(last)
+        // Fields were removed after it: it moves to the end, with the bytes added.
+        var last: Record?
+        self.bytes.withUnsafeBufferPointer { buffer in
+            Self.forEachLive(in: buffer) { last = $0 }
+        }
+        guard let last else { return }
+        let name = Array(self.bytes[last.nameStart..<last.valueStart])
+        let value = Array(self.bytes[last.valueStart..<last.end]) + Array(bytes)
+        self.bytes[last.start] = Self.removed
+        self.liveCount -= 1
+        name.withUnsafeBytes { name in
+            value.withUnsafeBytes { value in self.add(name: name, value: value) }
+        }
     }
 
     /// Removes every field named `name` and appends one with `value`.
@@ -116,9 +180,23 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     package mutating func removeAll(
         where shouldRemove: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Bool
     ) {
-        let bytes = self.bytes
-        bytes.withUnsafeBufferPointer { buffer in
-            self.spans.removeAll { shouldRemove($0.name(in: buffer), $0.value(in: buffer)) }
+        var removed = 0
+        var lastRemoved = false
+        self.bytes.withUnsafeMutableBufferPointer { buffer in
+            let readable = UnsafeBufferPointer(buffer)
+            Self.forEachLive(in: readable) { record in
+                lastRemoved = shouldRemove(record.name(in: readable), record.value(in: readable))
+                if lastRemoved {
+                    buffer[record.start] = Self.removed
+                    removed += 1
+                }
+            }
+        }
+        guard removed > 0 else { return }
+        self.liveCount -= removed
+        if lastRemoved || self.liveCount == 0 {
+            // The last live field is no longer the buffer's last record.
+            self.lastRecord = nil
         }
     }
 
@@ -127,36 +205,45 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     package mutating func replaceValues(
         _ transform: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> String?
     ) {
-        var replacements: [(index: Int, value: String)] = []
+        var replacements: [(start: Int, value: String)] = []
         self.bytes.withUnsafeBufferPointer { buffer in
-            for (index, span) in self.spans.enumerated() {
-                if let value = transform(span.name(in: buffer), span.value(in: buffer)) {
-                    replacements.append((index, value))
+            Self.forEachLive(in: buffer) { record in
+                if let value = transform(record.name(in: buffer), record.value(in: buffer)) {
+                    replacements.append((record.start, value))
                 }
             }
         }
-        for (index, value) in replacements {
-            let start = self.bytes.count
-            self.bytes.append(contentsOf: value.utf8)
-            self.spans[index].valueStart = start
-            self.spans[index].valueEnd = self.bytes.count
+        guard !replacements.isEmpty else { return }
+        // Rare (a Location rewritten): the list is written anew, in order.
+        var rebuilt = HTTPHeaders()
+        rebuilt.bytes.reserveCapacity(self.bytes.count + replacements.reduce(0) { $0 + $1.value.utf8.count })
+        var next = 0
+        self.bytes.withUnsafeBufferPointer { buffer in
+            Self.forEachLive(in: buffer) { record in
+                let name = UnsafeRawBufferPointer(record.name(in: buffer))
+                if next < replacements.count, replacements[next].start == record.start {
+                    var value = replacements[next].value
+                    next += 1
+                    value.withUTF8 { rebuilt.add(name: name, value: UnsafeRawBufferPointer($0)) }
+                } else {
+                    rebuilt.add(name: name, value: UnsafeRawBufferPointer(record.value(in: buffer)))
+                }
+            }
         }
+        self = rebuilt
     }
 
     /// Removes every field for whose name `shouldRemove` is true, in one pass.
     package mutating func removeAll(named shouldRemove: (UnsafeBufferPointer<UInt8>) -> Bool) {
-        let bytes = self.bytes
-        bytes.withUnsafeBufferPointer { buffer in
-            self.spans.removeAll { shouldRemove($0.name(in: buffer)) }
-        }
+        self.removeAll { name, _ in shouldRemove(name) }
     }
 
     /// Calls `body` with each field's name and value bytes, in order; the buffers are valid
     /// during the call only.
     package func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
         self.bytes.withUnsafeBufferPointer { buffer in
-            for span in self.spans {
-                body(span.name(in: buffer), span.value(in: buffer))
+            Self.forEachLive(in: buffer) { record in
+                body(record.name(in: buffer), record.value(in: buffer))
             }
         }
     }
@@ -164,9 +251,9 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// The values of every field named `name`, in order.
     package func values(_ name: String) -> [String] {
         var found: [String] = []
-        self.bytes.withUnsafeBufferPointer { buffer in
-            for span in self.spans where Self.name(span.name(in: buffer), equals: name) {
-                found.append(String(decoding: span.value(in: buffer), as: UTF8.self))
+        self.forEachField { fieldName, value in
+            if Self.name(fieldName, equals: name) {
+                found.append(String(decoding: value, as: UTF8.self))
             }
         }
         return found
@@ -175,8 +262,13 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// The first value of the field named `name`.
     package func first(_ name: String) -> String? {
         self.bytes.withUnsafeBufferPointer { buffer in
-            for span in self.spans where Self.name(span.name(in: buffer), equals: name) {
-                return String(decoding: span.value(in: buffer), as: UTF8.self)
+            var offset = 0
+            while offset < buffer.count {
+                let (record, live) = Self.record(at: offset, in: buffer)
+                if live, Self.name(record.name(in: buffer), equals: name) {
+                    return String(decoding: record.value(in: buffer), as: UTF8.self)
+                }
+                offset = record.end
             }
             return nil
         }
@@ -185,7 +277,15 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// Whether any field is named `name`.
     package func contains(_ name: String) -> Bool {
         self.bytes.withUnsafeBufferPointer { buffer in
-            self.spans.contains { Self.name($0.name(in: buffer), equals: name) }
+            var offset = 0
+            while offset < buffer.count {
+                let (record, live) = Self.record(at: offset, in: buffer)
+                if live, Self.name(record.name(in: buffer), equals: name) {
+                    return true
+                }
+                offset = record.end
+            }
+            return false
         }
     }
 
@@ -212,15 +312,34 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
 
     /// Lists are equal when they hold the same fields, byte for byte, in the same order.
     package static func == (lhs: Self, rhs: Self) -> Bool {
-        guard lhs.spans.count == rhs.spans.count else { return false }
+        guard lhs.liveCount == rhs.liveCount else { return false }
         return lhs.bytes.withUnsafeBufferPointer { left in
             rhs.bytes.withUnsafeBufferPointer { right in
-                zip(lhs.spans, rhs.spans).allSatisfy { a, b in
-                    a.name(in: left).elementsEqual(b.name(in: right))
-                        && a.value(in: left).elementsEqual(b.value(in: right))
+                var leftOffset = 0
+                var rightOffset = 0
+                while true {
+                    guard let a = Self.nextLive(from: &leftOffset, in: left) else {
+                        return Self.nextLive(from: &rightOffset, in: right) == nil
+                    }
+                    guard let b = Self.nextLive(from: &rightOffset, in: right),
+                        a.name(in: left).elementsEqual(b.name(in: right)),
+                        a.value(in: left).elementsEqual(b.value(in: right))
+                    else { return false }
                 }
             }
         }
+    }
+
+    /// The first live record at or after `offset`, moving `offset` past it; nil at the end.
+    private static func nextLive(from offset: inout Int, in buffer: UnsafeBufferPointer<UInt8>) -> Record? {
+        while offset < buffer.count {
+            let (record, live) = Self.record(at: offset, in: buffer)
+            offset = record.end
+            if live {
+                return record
+            }
+        }
+        return nil
     }
 
     /// Iterates the fields in order, each made into Strings as it is reached.
@@ -231,7 +350,7 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// Yields the fields in order as ``Field``s.
     package struct Iterator: IteratorProtocol {
         fileprivate let headers: HTTPHeaders
-        private var index = 0
+        private var offset = 0
 
         fileprivate init(headers: HTTPHeaders) {
             self.headers = headers
@@ -239,14 +358,13 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
 
         /// The next field, or nil after the last.
         package mutating func next() -> Field? {
-            guard self.index < self.headers.spans.count else { return nil }
-            let span = self.headers.spans[self.index]
-            self.index += 1
-            let bytes = self.headers.bytes
-            return Field(
-                name: String(decoding: bytes[span.nameStart..<span.nameEnd], as: UTF8.self),
-                value: String(decoding: bytes[span.valueStart..<span.valueEnd], as: UTF8.self)
-            )
+            self.headers.bytes.withUnsafeBufferPointer { buffer in
+                guard let record = HTTPHeaders.nextLive(from: &self.offset, in: buffer) else { return nil }
+                return Field(
+                    name: String(decoding: record.name(in: buffer), as: UTF8.self),
+                    value: String(decoding: record.value(in: buffer), as: UTF8.self)
+                )
+            }
         }
     }
 }

@@ -71,6 +71,11 @@ struct HTTPHeadersTests {
         moved.remove(name: "B")
         Array("+x".utf8).withUnsafeBytes { moved.appendToLastValue($0) }
         #expect(moved == HTTPHeaders([("A", "1+x")]))
+        // Moved to the end, it grows in place from then on, and later fields follow it.
+        Array("+y".utf8).withUnsafeBytes { moved.appendToLastValue($0) }
+        moved.add(name: "C", value: "3")
+        #expect(moved == HTTPHeaders([("A", "1+x+y"), ("C", "3")]))
+        #expect(moved.map(\.value) == ["1+x+y", "3"])
         var empty = HTTPHeaders()
         Array("x".utf8).withUnsafeBytes { empty.appendToLastValue($0) }
         #expect(empty.count == 0)
