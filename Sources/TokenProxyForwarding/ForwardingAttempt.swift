@@ -126,8 +126,8 @@ final class ForwardingAttempt {
                 exchange.sendHead(head)
             }
         case .relayBody:
-            for part in delivery?.body ?? [] {
-                exchange.sendBody(part)
+            if let body = delivery?.body, !body.isEmpty {
+                exchange.sendBody(body)
             }
         case .finish:
             exchange.finish()

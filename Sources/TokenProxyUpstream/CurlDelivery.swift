@@ -21,7 +21,7 @@ package struct CurlDelivery: Sendable {
     }
 
     package var head: HTTPResponseHead?
-    package var body: [[UInt8]] = []
+    package var body: [UInt8] = []
     package var bodyBytes = 0
     package var end: End?
     /// Set on the delivery with the head or the end when libcurl sent the request more than

@@ -385,7 +385,8 @@ package final class CurlTransfer: @unchecked Sendable {
             return tp_writefunc_pause()
         }
         self.report(self.life.bodyTaken(now: .now))
-        self.outbox.body.append([UInt8](bytes))
+        // One buffer per delivery, however many pieces libcurl wrote meanwhile.
+        self.outbox.body.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
         self.outbox.bodyBytes += bytes.count
         self.queueOutbox()
         return bytes.count

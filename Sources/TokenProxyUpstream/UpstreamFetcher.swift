@@ -172,9 +172,7 @@ private final class BufferingSink: CurlResponseSink, Sendable {
             if let head = delivery.head {
                 state.head = head
             }
-            for part in delivery.body {
-                state.body += part
-            }
+            state.body += delivery.body
             if state.body.count > self.limit {
                 state.done = true
                 return .failure(ProxyError(.upstreamUnreachable, "response larger than \(self.limit) bytes"))

@@ -70,8 +70,8 @@ private final class RelayingSink: CurlResponseSink {
                 if let head = delivery.head {
                     exchange.sendHead(head)
                 }
-                for part in delivery.body {
-                    exchange.sendBody(part)
+                if !delivery.body.isEmpty {
+                    exchange.sendBody(delivery.body)
                 }
                 switch delivery.end {
                 case .finish?: exchange.finish()
