@@ -48,6 +48,27 @@ package struct ResponseEncoder: Sendable {
         requestIsHead: Bool,
         keepAlive: inout Bool
     ) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(512)
+        self.encodeHead(
+            head,
+            requestVersion: requestVersion,
+            requestIsHead: requestIsHead,
+            keepAlive: &keepAlive,
+            into: &bytes
+        )
+        return bytes
+    }
+
+    /// As ``encodeHead(_:requestVersion:requestIsHead:keepAlive:)``, appending to `bytes`: a
+    /// connection encodes each head into one buffer it keeps, rather than a new one.
+    package mutating func encodeHead(
+        _ head: HTTPResponseHead,
+        requestVersion: HTTPVersion,
+        requestIsHead: Bool,
+        keepAlive: inout Bool,
+        into bytes: inout [UInt8]
+    ) {
         if head.forbidsBody || requestIsHead {
             self.framing = .noBody
         } else if let length = head.contentLength, length >= 0 {
@@ -60,8 +81,6 @@ package struct ResponseEncoder: Sendable {
             keepAlive = false
         }
 
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(512)
         bytes.append(contentsOf: "HTTP/1.1 ".utf8)
         Self.appendDigits(Int64(head.status), to: &bytes)
         bytes.append(UInt8(ascii: " "))
@@ -107,7 +126,6 @@ package struct ResponseEncoder: Sendable {
             }
         }
         bytes.append(contentsOf: "\r\n".utf8)
-        return bytes
     }
 
     /// Appends the digits of a non-negative `value` in `radix` (10 or 16) without building

@@ -36,16 +36,22 @@ extension HTTPConnection: HTTPExchangeConnection {
         guard exchange === self.current else { return }
         let stays = self.lifecycle.responseStarted(closeRequested: closeConnection)
         var keepAlive = stays
-        let bytes = self.encoder.encodeHead(
+        // The connection's one buffer for heads, emptied and kept (unless a large head grew it).
+        if self.headBytes.capacity > 16 * 1024 {
+            self.headBytes = []
+        }
+        self.headBytes.removeAll(keepingCapacity: true)
+        self.encoder.encodeHead(
             head,
             requestVersion: exchange.head.version,
             requestIsHead: exchange.head.isHead,
-            keepAlive: &keepAlive
+            keepAlive: &keepAlive,
+            into: &self.headBytes
         )
         if keepAlive != stays {
             self.lifecycle.responseEndsWithTheConnection()
         }
-        self.enqueue(bytes)
+        self.enqueue(self.headBytes)
     }
 
     /// Writes body bytes within the framing the head announced: bytes past an announced

@@ -36,6 +36,9 @@ final class HTTPConnection<Transport: ConnectionTransport> {
     var lifecycle = ConnectionStateMachine()
     /// The framing of the current response.
     var encoder = ResponseEncoder()
+    /// Where each response head is encoded before it is queued; kept from one response to the
+    /// next, so that a head allocates no buffer of its own.
+    var headBytes: [UInt8] = []
     /// The instants of the deadlines the state machine armed.
     var deadlines = ConnectionDeadlines()
     /// Bytes read and not yet consumed; consumed bytes are dropped past ``inputMark``.
