@@ -46,7 +46,7 @@ package final class CredentialRegistry: Sendable {
         /// makes it.
         package func header(for token: AccessToken) -> Result<CredentialHeader, ProxyError> {
             // Bytes, not String ==, which calls canonically equivalent tokens equal.
-            if let last = self.lastHeader.withLockedValue({ $0 }), last.token.utf8.elementsEqual(token.value.utf8) {
+            if let last = self.lastHeader.withLockedValue({ $0 }), Self.sameBytes(last.token, token.value) {
                 return .success(last.header)
             }
             let result = self.formatter.header(for: token, provider: self.configuration.name)
@@ -54,6 +54,19 @@ package final class CredentialRegistry: Sendable {
                 self.lastHeader.withLockedValue { $0 = (token.value, header) }
             }
             return result
+        }
+
+        /// Whether `a` and `b` are the same UTF-8 bytes, compared as one block of memory.
+        private static func sameBytes(_ a: String, _ b: String) -> Bool {
+            var a = a
+            var b = b
+            return a.withUTF8 { left in
+                b.withUTF8 { right in
+                    guard left.count == right.count else { return false }
+                    guard let x = left.baseAddress, let y = right.baseAddress else { return true }
+                    return memcmp(x, y, left.count) == 0
+                }
+            }
         }
     }
 

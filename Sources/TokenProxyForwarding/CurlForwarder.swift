@@ -17,7 +17,6 @@ package final class CurlForwarder: RouteForwarder {
     private let credentials: CredentialRegistry
     /// Fixed at start, like the listeners (a reload changes providers, not limits).
     private let limits: Limits
-    private let bases = Mutex<[String: UpstreamURL.Base]>([:])
     /// Open tunnels against `limits.max_tunnels`.
     let tunnels: TunnelSlots
 
@@ -84,7 +83,7 @@ package final class CurlForwarder: RouteForwarder {
         let base: UpstreamURL.Base
         let url: String
         do throws(UpstreamURL.Failure) {
-            base = try self.base(for: route.upstream)
+            base = try match.base.get()
             url = try UpstreamURL.build(base: base, path: match.upstreamPath, query: exchange.head.query)
         } catch {
             exchange.respond(
@@ -212,14 +211,5 @@ package final class CurlForwarder: RouteForwarder {
         guard self.engines.count > 1 else { return self.engines[0] }
         let slot = UInt(bitPattern: ObjectIdentifier(exchange.context).hashValue) % UInt(self.engines.count)
         return self.engines[Int(slot)]
-    }
-
-    private func base(for upstream: String) throws(UpstreamURL.Failure) -> UpstreamURL.Base {
-        if let base = self.bases.withLockedValue({ $0[upstream] }) {
-            return base
-        }
-        let base = try UpstreamURL.parseBase(upstream)
-        self.bases.withLockedValue { $0[upstream] = base }
-        return base
     }
 }

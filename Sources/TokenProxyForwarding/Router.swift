@@ -1,4 +1,5 @@
 import TokenProxyConfiguration
+import TokenProxyUpstream
 
 /// Chooses the route for a request: the longest matching path prefix wins, matching whole
 /// path segments only (`/gh` matches `/gh` and `/gh/x`, never `/ghost`); at equal length a
@@ -14,7 +15,11 @@ package struct Router: Sendable {
         /// per request.
         private let entry: Entry
         /// The matched route.
-        var route: RouteConfiguration { self.entry.route }
+        var route: RouteConfiguration {
+            _read { yield self.entry.route }
+        }
+        /// The route's upstream base, parsed once when the router was built.
+        var base: Result<UpstreamURL.Base, UpstreamURL.Failure> { self.entry.base }
         /// The request path with the prefix removed when `strip_prefix` is set (possibly
         /// empty), else the whole path.
         let upstreamPath: String
@@ -52,11 +57,14 @@ package struct Router: Sendable {
         /// The prefix without a trailing slash; empty for the root prefix `/`.
         let prefix: String
         let host: String?
+        /// The upstream's base, or why it is not a usable one.
+        let base: Result<UpstreamURL.Base, UpstreamURL.Failure>
 
         init(route: RouteConfiguration, prefix: String, host: String?) {
             self.route = route
             self.prefix = prefix
             self.host = host
+            self.base = Result { () throws(UpstreamURL.Failure) in try UpstreamURL.parseBase(route.upstream) }
         }
     }
 
