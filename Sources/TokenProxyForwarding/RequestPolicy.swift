@@ -49,16 +49,27 @@ struct RequestPolicy: Sendable {
     func checkRequest(_ head: HTTPRequestHead) -> ProxyError? {
         // CONNECT would make us a tunnel; TRACE (and IIS's TRACK) would echo the injected
         // credential. Compared without case: some upstreams match methods that way.
-        if Self.isRefusedMethod(head.method) {
+        var method = head.method
+        if method.withUTF8({ Self.isRefusedMethod($0) }) {
             return ProxyError(.methodNotAllowed, "\(head.method) is not served by tokenproxy")
         }
         // Frameworks that honour a method-override field would turn a POST into the method.
-        for name in Self.methodOverrideFields {
-            for value in head.headers.values(name) where Self.isRefusedMethod(value) {
-                return ProxyError(.methodNotAllowed, "\(name): \(value) is not served by tokenproxy")
+        // One pass over the fields for both checks, no String made unless one fails.
+        var override: (name: String, value: String)?
+        var authorizations = 0
+        head.headers.forEachField { name, value in
+            if HTTPHeaders.name(name, equals: "authorization") {
+                authorizations += 1
+            } else if override == nil, Self.isRefusedMethod(value),
+                let field = Self.methodOverrideFields.first(where: { HTTPHeaders.name(name, equals: $0) })
+            {
+                override = (field, String(decoding: value, as: UTF8.self))
             }
         }
-        if head.headers.values("Authorization").count > 1 {
+        if let override {
+            return ProxyError(.methodNotAllowed, "\(override.name): \(override.value) is not served by tokenproxy")
+        }
+        if authorizations > 1 {
             return ProxyError(.badRequest, "more than one Authorization header")
         }
         if head.targetForm == .asterisk {
@@ -67,13 +78,16 @@ struct RequestPolicy: Sendable {
         return nil
     }
 
-    private static let refusedMethods = ["CONNECT", "TRACE", "TRACK"]
+    private static let refusedMethods: [[UInt8]] = [Array("CONNECT".utf8), Array("TRACE".utf8), Array("TRACK".utf8)]
 
     /// The fields some frameworks (Rails, ASP.NET, Google APIs) take as the real method.
     private static let methodOverrideFields = ["X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"]
 
-    private static func isRefusedMethod(_ method: String) -> Bool {
-        Self.refusedMethods.contains { method.equalsIgnoringASCIICase($0) }
+    /// Whether `method` is one of ``refusedMethods`` in any letter case; most methods differ
+    /// from all three in length, which is looked at first.
+    private static func isRefusedMethod(_ method: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard method.count == 5 || method.count == 7 else { return false }
+        return Self.refusedMethods.contains { ASCII.equalsIgnoringCase(method, $0) }
     }
 
     /// The checks that guard credentials: allowed hosts (DNS-rebinding defence), browser

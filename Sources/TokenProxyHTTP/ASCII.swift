@@ -1,7 +1,7 @@
 /// Byte-level comparisons of ASCII text, for header names and tokens held as bytes.
 package enum ASCII {
     /// Whether `x` and `y` are equal ignoring the case of ASCII letters only (RFC 9110 §5.1).
-    static func equalsIgnoringCase(
+    package static func equalsIgnoringCase(
         _ x: some RandomAccessCollection<UInt8>,
         _ y: some RandomAccessCollection<UInt8>
     ) -> Bool {
