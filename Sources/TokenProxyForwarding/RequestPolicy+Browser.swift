@@ -37,18 +37,28 @@ extension RequestPolicy {
     ///   Fetch Metadata send no `Origin` on GET.
     /// Each of these a browser sends once; a repeated one is refused.
     func checkBrowser(_ head: HTTPRequestHead, listener: Listener) -> ProxyError? {
-        let sites = head.headers.values("Sec-Fetch-Site")
+        // One pass over the fields for the three a browser sends.
+        var sites: [String] = []
+        var origins: [String] = []
+        var referers: [String] = []
+        head.headers.forEachField { name, value in
+            if HTTPHeaders.name(name, equals: "sec-fetch-site") {
+                sites.append(String(decoding: value, as: UTF8.self))
+            } else if HTTPHeaders.name(name, equals: "origin") {
+                origins.append(String(decoding: value, as: UTF8.self))
+            } else if HTTPHeaders.name(name, equals: "referer") {
+                referers.append(String(decoding: value, as: UTF8.self))
+            }
+        }
         if sites.count > 1 || sites.contains(where: { $0 != "none" && $0 != "same-origin" }) {
             return ProxyError(.crossSiteRequest, "browser requests from other origins are refused")
         }
-        let origins = head.headers.values("Origin")
         if origins.count > 1 {
             return ProxyError(.crossSiteRequest, "more than one Origin header")
         }
         if let origin = origins.first, !self.isOwnOrigin(origin[...], head: head, listener: listener) {
             return ProxyError(.crossSiteRequest, "requests from origin '\(origin)' are refused")
         }
-        let referers = head.headers.values("Referer")
         if referers.count > 1 {
             return ProxyError(.crossSiteRequest, "more than one Referer header")
         }

@@ -130,7 +130,8 @@ package final class ProxyMetrics: Sendable {
     package func requestFinished(route: String, status: Int?, duration: Duration?) {
         let statusIndex = Self.statusClassIndex(status)
         let found = self.routeSeries.withLockedValue { series in
-            (series[route]?.requests[statusIndex], series[route]?.duration)
+            // One look-up of the route, not one per series.
+            series[route].map { ($0.requests[statusIndex], $0.duration) } ?? (nil, nil)
         }
         // A series seen for the first time is made (or found) by name and labels, then kept
         // by route.
