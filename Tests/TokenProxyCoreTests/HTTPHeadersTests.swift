@@ -81,6 +81,27 @@ struct HTTPHeadersTests {
         #expect(empty.count == 0)
     }
 
+    @Test func aCopyIsIndependentOfTheListItCameFrom() {
+        let original = HTTPHeaders([("A", "1"), ("B", "2")])
+        var added = original
+        added.add(name: "C", value: "3")
+        var removed = original
+        removed.remove(name: "A")
+        var folded = original
+        Array(" more".utf8).withUnsafeBytes { folded.appendToLastValue($0) }
+        var grown = original
+        for index in 0..<200 {
+            grown.add(name: "X-\(index)", value: String(repeating: "v", count: index))
+        }
+        #expect(original == HTTPHeaders([("A", "1"), ("B", "2")]))
+        #expect(added == HTTPHeaders([("A", "1"), ("B", "2"), ("C", "3")]))
+        #expect(removed == HTTPHeaders([("B", "2")]))
+        #expect(folded == HTTPHeaders([("A", "1"), ("B", "2 more")]))
+        #expect(grown.count == 202)
+        #expect(grown.first("X-199") == String(repeating: "v", count: 199))
+        #expect(grown.first("b") == "2")
+    }
+
     @Test func tokensAreTrimmedLowercasedAndNonEmpty() {
         let headers = HTTPHeaders([("Connection", " Keep-Alive ,, X-Private"), ("connection", "close")])
         #expect(headers.tokens("Connection") == ["keep-alive", "x-private", "close"])
