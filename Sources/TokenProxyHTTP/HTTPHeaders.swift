@@ -123,8 +123,12 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// Appends a field.
     package mutating func add(name: String, value: String) {
         _ = self.appendRecordHeader(nameLength: name.utf8.count, valueLength: value.utf8.count)
-        self.bytes.append(contentsOf: name.utf8)
-        self.bytes.append(contentsOf: value.utf8)
+        // Through `withUTF8`: a short String is stored inline, and its `utf8` view would be
+        // copied byte by byte.
+        var name = name
+        var value = value
+        name.withUTF8 { self.append(UnsafeRawBufferPointer($0)) }
+        value.withUTF8 { self.append(UnsafeRawBufferPointer($0)) }
     }
 
     /// Appends a field given as bytes, which the caller has checked (a token name, a value
