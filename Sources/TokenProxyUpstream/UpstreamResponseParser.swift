@@ -1,5 +1,11 @@
 import TokenProxyHTTP
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 /// Assembles the upstream's response head from the header lines libcurl hands over, and
 /// turns it into the head sent to the client: hop-by-hop fields removed, the length kept,
 /// and a `Location` on the upstream's own origin rewritten to the proxy's path
@@ -40,6 +46,12 @@ struct UpstreamResponseParser: Sendable {
         return raw.withUTF8 { self.line(bytes: UnsafeRawBufferPointer($0)) }
     }
 
+    /// The offset of the first `byte` in `bytes`, found by `memchr`.
+    private static func index(of byte: UInt8, in bytes: UnsafeRawBufferPointer) -> Int? {
+        guard let base = bytes.baseAddress, let found = memchr(base, Int32(byte), bytes.count) else { return nil }
+        return base.distance(to: UnsafeRawPointer(found))
+    }
+
     /// Feeds one header line as bytes, CRLF included or not. Works on bytes throughout:
     /// this runs for every header of every response.
     mutating func line(bytes raw: UnsafeRawBufferPointer) -> LineResult {
@@ -56,9 +68,10 @@ struct UpstreamResponseParser: Sendable {
             let afterSpace = line[(space + 1)...]
             let codeEnd = afterSpace.firstIndex(of: UInt8(ascii: " ")) ?? line.endIndex
             let digits = line[(space + 1)..<codeEnd]
-            guard digits.count == 3, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-                let status = Int(String(decoding: digits, as: UTF8.self)), (100...599).contains(status)
-            else { return .invalid }
+            guard digits.count == 3, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return .invalid }
+            // Three ASCII digits, read as a number without a String in between.
+            let status = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+            guard (100...599).contains(status) else { return .invalid }
             self.status = status
             // The reason phrase goes onto the client's status line as it is, so one with a
             // control character (a bare CR could split the answer) is replaced by the standard
@@ -89,7 +102,7 @@ struct UpstreamResponseParser: Sendable {
             folded.withUnsafeBytes { self.fields.appendToLastValue($0) }
             return .pending
         }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), HTTPGrammar.isToken(line[..<colon]) else {
+        guard let colon = Self.index(of: UInt8(ascii: ":"), in: line), HTTPGrammar.isToken(line[..<colon]) else {
             return .invalid
         }
         if self.fields.count == 0 {
