@@ -62,8 +62,11 @@ final class ExchangeSink: CurlResponseSink {
         }
     }
 
+    /// `nil` for a `Location` the rewrite leaves as it is (another origin, another path), so
+    /// that the head's fields are not written anew for nothing.
     func rewrittenLocation(_ location: String) -> String? {
-        LocationRewrite.rewrite(location, match: self.match, base: self.base)
+        let rewritten = LocationRewrite.rewrite(location, match: self.match, base: self.base)
+        return rewritten == location ? nil : rewritten
     }
 
     /// In the exchange's context: the delivery to the attempt, or, once it is gone, nothing

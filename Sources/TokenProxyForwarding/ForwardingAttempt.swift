@@ -42,7 +42,8 @@ final class ForwardingAttempt {
     /// The credential header the current attempt was sent with.
     private var credential: CredentialHeader?
     private var transfer: CurlTransfer?
-    /// The reference that callbacks hold (a token wait, the transfers' sinks): made once.
+    /// The reference that callbacks hold (a token wait, the transfers' sinks): a value, made
+    /// where it is needed, with no object of its own.
     private var handle: WeakBound<ForwardingAttempt> { WeakBound(self, context: self.context) }
 
     /// An attempt for `exchange`, not started until ``begin()``.

@@ -36,11 +36,12 @@ extension HTTPConnection: HTTPExchangeConnection {
         guard exchange === self.current else { return }
         let stays = self.lifecycle.responseStarted(closeRequested: closeConnection)
         var keepAlive = stays
-        // The connection's one buffer for heads, emptied and kept (unless a large head grew it).
-        if self.headBytes.capacity > 16 * 1024 {
-            self.headBytes = []
-        }
+        // The connection's one buffer for heads, emptied and kept, with room for a usual head
+        // from the first response on.
         self.headBytes.removeAll(keepingCapacity: true)
+        if self.headBytes.capacity == 0 {
+            self.headBytes.reserveCapacity(512)
+        }
         self.encoder.encodeHead(
             head,
             requestVersion: exchange.head.version,
@@ -52,6 +53,10 @@ extension HTTPConnection: HTTPExchangeConnection {
             self.lifecycle.responseEndsWithTheConnection()
         }
         self.enqueue(self.headBytes)
+        if self.headBytes.capacity > 16 * 1024 {
+            // A large head's buffer is not kept for the connection's idle time.
+            self.headBytes = []
+        }
     }
 
     /// Writes body bytes within the framing the head announced: bytes past an announced
