@@ -57,7 +57,7 @@ public func fuzzResponseHead(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
                 for requestIsHead in [false, true] {
                     // `head` hands the fields over: each reading gets its own copy.
                     var reading = parser
-                    let head = reading.head(requestIsHead: requestIsHead, rewriteLocation: nil)
+                    let head = reading.head(requestIsHead: requestIsHead, rewriteLocation: { _ in nil })
                     for version in [HTTPVersion.http1_1, .http1_0] {
                         var encoder = ResponseEncoder()
                         var keepAlive = true
