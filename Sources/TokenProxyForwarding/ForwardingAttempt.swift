@@ -197,8 +197,8 @@ final class ForwardingAttempt {
         }
         let handle = self.handle
         entry.source.token { result in
-            // A token at hand (static, or cached) arrives in the exchange's context: the
-            // transfer then starts without another trip through its queue.
+            // A token that had to be waited for: its completion may come on any thread, and
+            // one that comes in the exchange's context starts the transfer there at once.
             handle.executeNowOrLater { attempt in
                 attempt?.credentialArrived(result, entry: entry, formBody: formBody)
             }
