@@ -32,15 +32,11 @@ package final class ForwardingRecord {
     /// How the request went upstream so far.
     package var outcome = ForwardingOutcome()
     /// Where the access line and the metrics go when the exchange completes (the record is
-    /// the exchange's observer); `nil` for a record nobody reports.
-    let report: AccessReport?
+    /// the exchange's observer).
+    let report: AccessReport
 
-    /// An empty record: a plain request, or one never forwarded.
-    package init() {
-        self.report = nil
-    }
-
-    /// A record reported by `report` when its exchange completes.
+    /// An empty record (a plain request so far), reported by `report` when its exchange
+    /// completes.
     init(report: AccessReport) {
         self.report = report
     }

@@ -333,7 +333,7 @@ struct AccessReport {
 extension ForwardingRecord: HTTPExchangeObserver {
     /// Records the metrics and writes the access line (`docs/reference/log-fields.md`).
     package func exchangeCompleted(_ exchange: HTTPExchange, finished: Bool) {
-        guard let report = self.report else { return }
+        let report = self.report
         ExchangeMetrics.record(exchange, outcome: self.outcome, route: report.metricsRoute, in: report.metrics)
         guard report.logs else { return }
         var metadata: Logger.Metadata = [

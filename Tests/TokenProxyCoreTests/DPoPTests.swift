@@ -154,13 +154,19 @@ struct DPoPTests {
         #expect(fixture.server.resourceRequests.allSatisfy { $0.problem == nil })
     }
 
-    @Test func aRestartUsesTheStoredTokenAndKey() throws {
+    /// A file store and a server without nonces at the resource, after a first proxy on them
+    /// made one request (200) and went away.
+    private func afterAFirstProxy() throws -> (TokenStoreFixture, FakeDPoPServer) {
         let directory = try TokenStoreFixture()
         let server = try FakeDPoPServer()
         server.nonceAtResource = false
-        var first: DPoPFixture? = try DPoPFixture(store: directory.store(), server: server)
-        #expect(try first?.send().status == 200)
-        first = nil
+        let first = try DPoPFixture(store: directory.store(), server: server)
+        #expect(try first.send().status == 200)
+        return (directory, server)
+    }
+
+    @Test func aRestartUsesTheStoredTokenAndKey() throws {
+        let (directory, server) = try self.afterAFirstProxy()
         let second = try DPoPFixture(store: directory.store(), server: server)
         #expect(try second.send().status == 200)
         #expect(server.tokenRequests.filter { $0.status == 200 }.count == 1)
@@ -176,12 +182,7 @@ struct DPoPTests {
     /// A record whose tokens are bound to a key it no longer holds (rewritten by an older
     /// binary, edited by hand) is not used with a new key: new tokens are obtained.
     @Test func tokensWhoseKeyWasLostAreNotUsed() throws {
-        let directory = try TokenStoreFixture()
-        let server = try FakeDPoPServer()
-        server.nonceAtResource = false
-        var first: DPoPFixture? = try DPoPFixture(store: directory.store(), server: server)
-        #expect(try first?.send().status == 200)
-        first = nil
+        let (directory, server) = try self.afterAFirstProxy()
         try directory.store().update { $0.grants["svc"]?.dpopKey = nil }
         let second = try DPoPFixture(store: directory.store(), server: server)
         #expect(try second.send().status == 200)
