@@ -80,6 +80,21 @@ static inline CURLMcode tp_multi_setopt_long(CURLM *handle, CURLMoption option, 
     return curl_multi_setopt(handle, option, value);
 }
 
+/// libcurl's CURLMOPT_SOCKETFUNCTION: told which socket a transfer waits on, and for what.
+typedef int (*tp_socket_callback)(CURL *easy, curl_socket_t socket, int what, void *userp, void *socketp);
+
+/// Sets CURLMOPT_SOCKETFUNCTION and CURLMOPT_SOCKETDATA.
+static inline CURLMcode tp_multi_setopt_socket_callback(CURLM *handle, tp_socket_callback callback, void *userp) {
+    CURLMcode result = curl_multi_setopt(handle, CURLMOPT_SOCKETFUNCTION, callback);
+    if (result != CURLM_OK) {
+        return result;
+    }
+    return curl_multi_setopt(handle, CURLMOPT_SOCKETDATA, userp);
+}
+
+/// `CURL_SOCKET_TIMEOUT` (a macro in multi.h).
+static inline curl_socket_t tp_socket_timeout(void) { return CURL_SOCKET_TIMEOUT; }
+
 /// The value libcurl's read callback returns to pause a transfer (a macro in curl.h).
 static inline size_t tp_readfunc_pause(void) { return CURL_READFUNC_PAUSE; }
 

@@ -4,10 +4,13 @@ import Foundation
 import Synchronization
 import TokenProxySupport
 
-/// What drives libcurl transfers: libcurl's multi interface on one event thread: the thread sleeps in `curl_multi_poll`,
-/// drives transfers with `curl_multi_perform`, and takes commands (add, resume, cancel) from
-/// other threads through a locked inbox, with an eventfd that `curl_multi_poll` also watches
-/// to wake it when it sleeps.
+/// What drives libcurl transfers: libcurl's multi interface on one event thread. The thread
+/// waits in `epoll_wait` on the sockets libcurl asks to have watched
+/// (`CURLMOPT_SOCKETFUNCTION`) and on an eventfd, and hands each ready socket to
+/// `curl_multi_socket_action`, so that a pass touches only the transfers that have something
+/// to do; libcurl's own timers (a new transfer's start among them) run when
+/// `curl_multi_timeout` says they are due. Commands (add, resume, cancel) come from other
+/// threads through a locked inbox, and the eventfd wakes the thread when it sleeps.
 ///
 /// Every libcurl call on the multi handle and its easy handles happens on this thread; the
 /// transfers' callbacks run there too and hand data to client connections through their
@@ -15,9 +18,9 @@ import TokenProxySupport
 /// requests; HTTP/2 is negotiated by ALPN and multiplexed. `docs/contributing/architecture.md` explains
 /// why this design was kept over two others that were measured.
 ///
-/// `@unchecked Sendable`: each field says what guards it. The `var` fields and the multi
-/// handle are touched only on the event thread; the inbox is behind its mutex; writing the
-/// eventfd is thread-safe.
+/// `@unchecked Sendable`: each field says what guards it. The `var` fields, the multi
+/// handle and the epoll set are touched only on the event thread; the inbox is behind its
+/// mutex; writing the eventfd is thread-safe.
 package final class CurlEngine: @unchecked Sendable {
     /// What another thread asks of the engine.
     enum Command {
@@ -27,7 +30,7 @@ package final class CurlEngine: @unchecked Sendable {
     }
 
     /// Commands from other threads, and whether the event thread is (about to be) asleep
-    /// in `curl_multi_poll` with none of them seen: only then does a command need a wake-up.
+    /// in `epoll_wait` with none of them seen: only then does a command need a wake-up.
     struct Inbox {
         var commands: [Command] = []
         var sleeping = false
@@ -35,17 +38,20 @@ package final class CurlEngine: @unchecked Sendable {
 
     /// The multi handle (engine thread only).
     let multi: UnsafeMutableRawPointer
-    /// The wake-up eventfd `curl_multi_poll` watches besides libcurl's sockets. It replaces
+    /// The wake-up eventfd, in the epoll set beside libcurl's sockets. An eventfd rather than
     /// `curl_multi_wakeup`, which in libcurl 7.88 is a socket pair: a `send` that allocates a
     /// socket buffer on the waking thread, and two reads on this one (the byte, then the
     /// `EAGAIN` that shows the pair drained); an eventfd is one write and one read.
     private let wakeup: Int32
+    /// The epoll set the thread waits on: the wake-up eventfd and libcurl's sockets, each
+    /// watched for what libcurl last asked (engine thread only).
+    private let epoll: Int32
     /// Commands from other threads (guarded by its mutex).
     let inbox = Mutex(Inbox())
     /// The running transfers, which the table keeps alive (engine thread only).
     private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
-    /// Transfers with something for their client, delivered at the end of the loop iteration
-    /// (engine thread only).
+    /// Transfers with something for their client, delivered once libcurl's calls of a pass
+    /// returned (engine thread only).
     private var outboxes: [CurlTransfer] = []
     /// The event thread; written once in `init`, never read.
     private var thread: Thread?
@@ -71,13 +77,25 @@ package final class CurlEngine: @unchecked Sendable {
         CurlGlobal.initialize()
         let wakeup = tp_wakeup_eventfd()
         guard wakeup >= 0 else { throw SystemError(call: "eventfd", errno: errno) }
+        let epoll = tp_epoll_create()
+        guard epoll >= 0, tp_epoll_watch(epoll, wakeup, 1, 0, 0) == 0 else {
+            let error = SystemError(call: "epoll_create1", errno: errno)
+            if epoll >= 0 { close(epoll) }
+            close(wakeup)
+            throw error
+        }
         guard let multi = curl_multi_init() else {
+            close(epoll)
             close(wakeup)
             throw SystemError(call: "curl_multi_init", errno: ENOMEM)
         }
         self.multi = multi
         self.wakeup = wakeup
+        self.epoll = epoll
         _ = tp_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, CurlEngine.minimumCachedConnections)
+        // The engine lives as long as its thread, which never ends: an unretained reference
+        // is valid for every callback.
+        _ = tp_multi_setopt_socket_callback(multi, curlSocketCallback, Unmanaged.passUnretained(self).toOpaque())
         self.thread = NamedThread.start(named: name) { [self] in self.run() }
     }
 
@@ -126,46 +144,130 @@ package final class CurlEngine: @unchecked Sendable {
         }
     }
 
+    /// The most ready descriptors one `epoll_wait` takes.
+    private static let readyBatch = 64
+    /// The most transfers a pass sets up (libcurl's set-up of a request is its costliest
+    /// step): a burst of new requests is spread over passes, so that the answers read in
+    /// between reach their clients without waiting for all of it.
+    static let setUpsPerPass = 16
+
     private func run() {
-        var running: Int32 = 0
+        // Commands taken from the inbox and not carried out yet (a burst beyond one pass's
+        // set-ups), oldest first.
         var pending: [Command] = []
+        var descriptors = [Int32](repeating: 0, count: Self.readyBatch)
+        var flags = [Int32](repeating: 0, count: Self.readyBatch)
         while true {
+            // New work: the commands, then libcurl's due timers, among them the start of each
+            // transfer just added.
             self.inbox.withLockedValue { inbox in
-                swap(&pending, &inbox.commands)
+                if pending.isEmpty {
+                    swap(&pending, &inbox.commands)
+                } else if !inbox.commands.isEmpty {
+                    pending.append(contentsOf: inbox.commands)
+                    inbox.commands.removeAll(keepingCapacity: true)
+                }
                 inbox.sleeping = false
             }
-            for command in pending {
-                self.apply(command)
-            }
-            pending.removeAll(keepingCapacity: true)
-            curl_multi_perform(self.multi, &running)
-            self.collectFinished()
+            self.apply(from: &pending)
+            let curlTimeout = self.runDueTimers()
             let now = ContinuousClock.now
-            var timeout = self.idleWaitMilliseconds
             if let earliest = self.earliestDeadline, earliest <= now {
                 self.expireDeadlines(now: now)
             }
-            if let earliest = self.earliestDeadline {
-                timeout = min(timeout, Int((earliest - now).milliseconds) + 1)
-            }
-            // One hop per transfer per iteration, however many callbacks it had.
-            for transfer in self.outboxes {
-                transfer.deliverOutbox()
-            }
-            self.outboxes.removeAll(keepingCapacity: true)
-            // Commands that came in while this turn ran are taken without sleeping; otherwise
-            // the next command wakes the thread.
+            self.collectAndDeliver()
+            // Commands that came in while this turn ran, or left from a burst, are taken
+            // without sleeping; otherwise the next command wakes the thread.
             let sleep = self.inbox.withLockedValue { inbox -> Bool in
-                inbox.sleeping = inbox.commands.isEmpty
+                inbox.sleeping = inbox.commands.isEmpty && pending.isEmpty
                 return inbox.sleeping
             }
-            var ready: Int32 = 0
-            var wakeup = curl_waitfd(fd: self.wakeup, events: Int16(CURL_WAIT_POLLIN), revents: 0)
-            curl_multi_poll(self.multi, &wakeup, 1, sleep ? Int32(timeout) : 0, &ready)
-            if wakeup.revents != 0 {
-                var value: UInt64 = 0
-                _ = Glibc.read(self.wakeup, &value, MemoryLayout<UInt64>.size)
+            var timeout = 0
+            if sleep {
+                timeout = self.idleWaitMilliseconds
+                if curlTimeout >= 0 {
+                    timeout = min(timeout, curlTimeout)
+                }
+                if let earliest = self.earliestDeadline {
+                    timeout = max(0, min(timeout, Int((earliest - now).milliseconds) + 1))
+                }
             }
+            let ready = tp_epoll_wait(self.epoll, &descriptors, &flags, Int32(Self.readyBatch), Int32(timeout))
+            guard ready > 0 else { continue }
+            // Only the sockets that are ready: libcurl runs the transfers on each (and any of
+            // its timers that are due), and the answers read go to their clients at once.
+            var running: Int32 = 0
+            for index in 0..<Int(ready) {
+                if descriptors[index] == self.wakeup {
+                    var value: UInt64 = 0
+                    _ = Glibc.read(self.wakeup, &value, MemoryLayout<UInt64>.size)
+                } else {
+                    curl_multi_socket_action(self.multi, descriptors[index], flags[index], &running)
+                }
+            }
+            self.collectAndDeliver()
+        }
+    }
+
+    /// Carries out the commands of `pending` in order, up to the pass's last set-up, and
+    /// removes them.
+    private func apply(from pending: inout [Command]) {
+        var applied = 0
+        var setUps = 0
+        while applied < pending.count {
+            if case .add = pending[applied] {
+                guard setUps < Self.setUpsPerPass else { break }
+                setUps += 1
+            }
+            self.apply(pending[applied])
+            applied += 1
+        }
+        if applied == pending.count {
+            pending.removeAll(keepingCapacity: true)
+        } else {
+            pending.removeFirst(applied)
+        }
+    }
+
+    /// Runs libcurl's timers when one is due; returns the milliseconds until the next one is
+    /// (-1: none).
+    private func runDueTimers() -> Int {
+        var milliseconds = -1
+        curl_multi_timeout(self.multi, &milliseconds)
+        guard milliseconds == 0 else { return milliseconds }
+        var running: Int32 = 0
+        curl_multi_socket_action(self.multi, tp_socket_timeout(), 0, &running)
+        curl_multi_timeout(self.multi, &milliseconds)
+        return milliseconds
+    }
+
+    /// Finishes the transfers libcurl reports done and hands every transfer's collected
+    /// answer to its client: one hop per transfer per pass, however many callbacks it had.
+    private func collectAndDeliver() {
+        self.collectFinished()
+        guard !self.outboxes.isEmpty else { return }
+        for transfer in self.outboxes {
+            transfer.deliverOutbox()
+        }
+        self.outboxes.removeAll(keepingCapacity: true)
+    }
+
+    /// Watches `descriptor` for what libcurl asks (`CURL_POLL_IN`, `_OUT`, `_INOUT`), or stops
+    /// watching it (`CURL_POLL_REMOVE`, before libcurl closes it or while it waits for
+    /// nothing on it). `watched` says whether libcurl knows it as watched already (the mark
+    /// ``curlSocketCallback`` finds); a socket closed without a removal has left the epoll set
+    /// with its last descriptor, and is added again. A socket that cannot be watched gets no
+    /// events, and its transfer ends at its deadline.
+    fileprivate func watch(_ descriptor: Int32, what: Int32, watched: Bool) {
+        if what == CURL_POLL_REMOVE {
+            tp_epoll_unwatch(self.epoll, descriptor)
+            return
+        }
+        let readable: Int32 = what & CURL_POLL_IN != 0 ? 1 : 0
+        let writable: Int32 = what & CURL_POLL_OUT != 0 ? 1 : 0
+        if tp_epoll_watch(self.epoll, descriptor, readable, writable, watched ? 1 : 0) == 0, !watched {
+            // Any pointer but nil marks the socket; it is never read through.
+            curl_multi_assign(self.multi, descriptor, Unmanaged.passUnretained(self).toOpaque())
         }
     }
 
@@ -232,6 +334,18 @@ package final class CurlEngine: @unchecked Sendable {
         transfer.complete(result: result)
         transfer.release()
     }
+}
+
+/// libcurl's socket callback (engine thread, inside a libcurl call): `socketp` is what
+/// ``CurlEngine/watch(_:what:watched:)`` assigned to the socket, nil until then.
+private let curlSocketCallback: tp_socket_callback = { _, descriptor, what, userdata, socketp in
+    guard let userdata else { return -1 }
+    Unmanaged<CurlEngine>.fromOpaque(userdata).takeUnretainedValue().watch(
+        descriptor,
+        what: what,
+        watched: socketp != nil
+    )
+    return 0
 }
 
 extension CurlEngine {

@@ -24,6 +24,24 @@ int tp_spawn_file_actions_addclosefrom(posix_spawn_file_actions_t *actions, int 
 /// A non-blocking, close-on-exec eventfd(2) for waking a thread that polls, or -1.
 int tp_wakeup_eventfd(void);
 
+/// A close-on-exec epoll(7) set, or -1.
+int tp_epoll_create(void);
+
+/// Watches `fd` in the epoll set `ep` for reading when `readable`, writing when `writable`
+/// (level-triggered): changes what it is watched for when `watched` says it is in the set,
+/// adds it otherwise (either falls back to the other when the guess was wrong). 0, or -1
+/// with errno.
+int tp_epoll_watch(int ep, int fd, int readable, int writable, int watched);
+
+/// Stops watching `fd` (a descriptor that is not watched is no failure).
+void tp_epoll_unwatch(int ep, int fd);
+
+/// Waits at most `timeout` ms (0: not at all, -1: without end) for ready descriptors of
+/// `ep`, and takes at most `capacity` (at most 64) of them into `fds`, with what each is
+/// ready for in `flags` (1 readable, 2 writable: libcurl's `CURL_CSELECT_IN` and `_OUT`; an
+/// error or a hang-up is both); returns how many, or -1 with errno.
+int tp_epoll_wait(int ep, int *fds, int *flags, int capacity, int timeout);
+
 /// Names the calling thread for the OS (prctl PR_SET_NAME keeps at most 15 bytes).
 void tp_name_current_thread(const char *name);
 

@@ -97,7 +97,7 @@ func threadBlockCount(named name: String) -> Int? {
 }
 
 extension CurlEngine {
-    /// Whether the event thread waits (or is about to wait) in `curl_multi_poll` with no
+    /// Whether the event thread waits (or is about to wait) in `epoll_wait` with no
     /// command pending, so that the next command must wake it: tests wait for this rather
     /// than for a while.
     var isAsleep: Bool {
