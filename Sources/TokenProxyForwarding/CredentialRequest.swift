@@ -28,13 +28,25 @@ struct CredentialRequest {
 
     /// The credential made from `result`, or the error the client is answered with.
     func credential(from result: Result<AccessToken, ProxyError>) -> Result<Credential, ProxyError> {
-        let made = result.flatMap { token in
-            self.header(for: token).map { header in
+        // Switched over rather than mapped: each closure of `flatMap` and `map` copied the
+        // token and the result once more, on every request.
+        switch result {
+        case .success(let token):
+            switch self.header(for: token) {
+            case .success(let header):
                 let fetched = token.obtainedAt.map { $0 >= self.requestStart } ?? false
-                return Credential(token: token, header: header, fetchedForRequest: fetched)
+                return .success(Credential(token: token, header: header, fetchedForRequest: fetched))
+            case .failure(let error):
+                return .failure(self.logged(error))
             }
+        case .failure(let error):
+            return .failure(self.logged(error))
         }
-        guard case .failure(var error) = made else { return made }
+    }
+
+    /// `error` for this request's route, logged.
+    private func logged(_ error: ProxyError) -> ProxyError {
+        var error = error
         error.route = self.route
         self.logger.warning(
             "no credential",
@@ -42,7 +54,7 @@ struct CredentialRequest {
                 "provider": "\(self.entry.configuration.name)", "error": "\(error.code)", "reason": "\(error.message)",
             ]
         )
-        return .failure(error)
+        return error
     }
 
     private func header(for token: AccessToken) -> Result<CredentialHeader, ProxyError> {

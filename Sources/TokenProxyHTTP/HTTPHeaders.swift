@@ -122,21 +122,53 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
 
     /// Appends a field.
     package mutating func add(name: String, value: String) {
-        _ = self.appendRecordHeader(nameLength: name.utf8.count, valueLength: value.utf8.count)
         // Through `withUTF8`: a short String is stored inline, and its `utf8` view would be
         // copied byte by byte.
         var name = name
         var value = value
-        name.withUTF8 { self.append(UnsafeRawBufferPointer($0)) }
-        value.withUTF8 { self.append(UnsafeRawBufferPointer($0)) }
+        name.withUTF8 { name in
+            value.withUTF8 { value in
+                self.appendRecord(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value))
+            }
+        }
     }
 
     /// Appends a field given as bytes, which the caller has checked (a token name, a value
     /// without CR, LF or NUL).
     package mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        _ = self.appendRecordHeader(nameLength: name.count, valueLength: value.count)
-        self.append(name)
-        self.append(value)
+        self.appendRecord(name: name, value: value)
+    }
+
+    /// The largest record laid out in scratch memory before it is appended (scratch memory
+    /// of up to this size is on the stack).
+    private static let assembledRecordLimit = 1024
+
+    /// Appends a record for `name` and `value`. A usual field's record is laid out in scratch
+    /// memory on the stack and appended as one copy: the buffer's capacity and uniqueness are
+    /// checked once per field, not once per part.
+    private mutating func appendRecord(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let total = Self.recordHeader + name.count + value.count
+        guard total <= Self.assembledRecordLimit else {
+            _ = self.appendRecordHeader(nameLength: name.count, valueLength: value.count)
+            self.append(name)
+            self.append(value)
+            return
+        }
+        let start = self.bytes.count
+        withUnsafeTemporaryAllocation(byteCount: total, alignment: 1) { record in
+            record.storeBytes(of: Self.live, as: UInt8.self)
+            record.storeBytes(of: UInt32(truncatingIfNeeded: name.count).littleEndian, toByteOffset: 1, as: UInt32.self)
+            record.storeBytes(
+                of: UInt32(truncatingIfNeeded: value.count).littleEndian,
+                toByteOffset: 5,
+                as: UInt32.self
+            )
+            UnsafeMutableRawBufferPointer(rebasing: record[Self.recordHeader...]).copyMemory(from: name)
+            UnsafeMutableRawBufferPointer(rebasing: record[(Self.recordHeader + name.count)...]).copyMemory(from: value)
+            self.append(UnsafeRawBufferPointer(record))
+        }
+        self.liveCount += 1
+        self.lastRecord = start
     }
 
     /// Appends `bytes` to the value of the last field (an obsolete line folding joined to it).

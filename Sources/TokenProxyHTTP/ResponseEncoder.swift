@@ -81,52 +81,90 @@ package struct ResponseEncoder: Sendable {
             keepAlive = false
         }
 
-        bytes.append(contentsOf: "HTTP/1.1 ".utf8)
-        Self.appendDigits(Int64(head.status), to: &bytes)
-        bytes.append(UInt8(ascii: " "))
-        bytes.append(contentsOf: (head.reason ?? ReasonPhrase.for(head.status)).utf8)
-        bytes.append(contentsOf: "\r\n".utf8)
-        head.headers.forEachField { name, value in
-            // Field names and values come from the upstream or our own code; anything that could
-            // split the header section is dropped rather than sent (RFC 9110 §5.5).
-            guard
-                head.fieldsChecked
-                    || (HTTPGrammar.isToken(name) && HTTPGrammar.isValidFieldValue(value)
-                        && !Self.framingHeaders.contains(name))
-            else { return }
-            bytes.append(contentsOf: name)
-            bytes.append(UInt8(ascii: ":"))
-            bytes.append(UInt8(ascii: " "))
-            bytes.append(contentsOf: value)
-            bytes.append(UInt8(ascii: "\r"))
-            bytes.append(UInt8(ascii: "\n"))
-        }
+        let checked = head.fieldsChecked
+        var lengthField: Int64?
         switch self.framing {
         case .contentLength:
-            bytes.append(contentsOf: "Content-Length: ".utf8)
-            Self.appendDigits(head.contentLength ?? 0, to: &bytes)
-            bytes.append(contentsOf: "\r\n".utf8)
-        case .chunked:
-            bytes.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
+            lengthField = head.contentLength ?? 0
         case .noBody:
             // RFC 9110 §8.6: a HEAD answer may carry the length the GET would have had.
             if requestIsHead, let length = head.contentLength, length >= 0, !head.forbidsBody {
-                bytes.append(contentsOf: "Content-Length: ".utf8)
-                Self.appendDigits(length, to: &bytes)
-                bytes.append(contentsOf: "\r\n".utf8)
+                lengthField = length
             }
-        case .untilClose:
+        case .chunked, .untilClose:
             break
         }
+        var connectionField: StaticString?
         if !(100..<200).contains(head.status) {
             if !keepAlive {
-                bytes.append(contentsOf: "Connection: close\r\n".utf8)
+                connectionField = "Connection: close\r\n"
             } else if requestVersion == .http1_0 {
-                bytes.append(contentsOf: "Connection: keep-alive\r\n".utf8)
+                connectionField = "Connection: keep-alive\r\n"
             }
         }
-        bytes.append(contentsOf: "\r\n".utf8)
+        let status = Int64(head.status)
+        var reason = head.reason ?? ReasonPhrase.for(head.status)
+        // The head's size first, then the head itself, written into memory of that size and
+        // appended as one copy.
+        var size = "HTTP/1.1 ".utf8.count + HeadWriter.digitCount(status) + 1 + reason.utf8.count + 2
+        head.headers.forEachField { name, value in
+            if Self.sends(name, value, checked: checked) {
+                size += name.count + 2 + value.count + 2
+            }
+        }
+        if let lengthField {
+            size += "Content-Length: ".utf8.count + HeadWriter.digitCount(lengthField) + 2
+        }
+        if self.framing == .chunked {
+            size += Self.chunkedField.utf8CodeUnitCount
+        }
+        size += (connectionField?.utf8CodeUnitCount ?? 0) + 2
+        withUnsafeTemporaryAllocation(byteCount: size, alignment: 1) { memory in
+            var writer = HeadWriter(memory)
+            writer.write("HTTP/1.1 ")
+            writer.writeDigits(status)
+            writer.write(UInt8(ascii: " "))
+            reason.withUTF8 { writer.write($0) }
+            writer.write("\r\n")
+            head.headers.forEachField { name, value in
+                guard Self.sends(name, value, checked: checked) else { return }
+                writer.write(name)
+                writer.write(": ")
+                writer.write(value)
+                writer.write("\r\n")
+            }
+            if let lengthField {
+                writer.write("Content-Length: ")
+                writer.writeDigits(lengthField)
+                writer.write("\r\n")
+            }
+            if self.framing == .chunked {
+                writer.write(Self.chunkedField)
+            }
+            if let connectionField {
+                writer.write(connectionField)
+            }
+            writer.write("\r\n")
+            precondition(writer.written == size, "a head's size was counted wrong")
+            bytes.append(contentsOf: UnsafeRawBufferPointer(memory).assumingMemoryBound(to: UInt8.self))
+        }
     }
+
+    /// Whether a field goes into the head. Field names and values come from the upstream or
+    /// our own code; anything that could split the header section is dropped rather than sent
+    /// (RFC 9110 §5.5), and so are the framing fields, which are the encoder's. `checked`:
+    /// the fields were checked already (``HTTPResponseHead/fieldsChecked``).
+    private static func sends(
+        _ name: UnsafeBufferPointer<UInt8>,
+        _ value: UnsafeBufferPointer<UInt8>,
+        checked: Bool
+    ) -> Bool {
+        checked
+            || (HTTPGrammar.isToken(name) && HTTPGrammar.isValidFieldValue(value)
+                && !Self.framingHeaders.contains(name))
+    }
+
+    private static let chunkedField: StaticString = "Transfer-Encoding: chunked\r\n"
 
     /// Appends the digits of a non-negative `value` in `radix` (10 or 16) without building
     /// a String.

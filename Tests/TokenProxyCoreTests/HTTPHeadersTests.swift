@@ -106,4 +106,21 @@ struct HTTPHeadersTests {
         let headers = HTTPHeaders([("Connection", " Keep-Alive ,, X-Private"), ("connection", "close")])
         #expect(headers.tokens("Connection") == ["keep-alive", "x-private", "close"])
     }
+
+    /// Fields whose records are laid out on the stack and fields too large for it are
+    /// stored alike, in order, next to each other.
+    @Test func fieldsOfEverySizeAreKeptByteForByte() {
+        let lengths = [0, 1, 1_000, 1_006, 1_007, 1_015, 1_016, 1_017, 4_000]
+        var headers = HTTPHeaders()
+        for (index, length) in lengths.enumerated() {
+            headers.add(name: "X-\(index)", value: String(repeating: "a", count: length))
+        }
+        #expect(headers.count == lengths.count)
+        for (index, length) in lengths.enumerated() {
+            #expect(headers.first("x-\(index)") == String(repeating: "a", count: length))
+        }
+        var seen: [Int] = []
+        headers.forEachField { _, value in seen.append(value.count) }
+        #expect(seen == lengths)
+    }
 }

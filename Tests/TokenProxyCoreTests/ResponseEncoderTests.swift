@@ -97,4 +97,49 @@ struct ResponseEncoderTests {
         let (text, _, _) = self.encode(HTTPResponseHead(status: 599, contentLength: 8_589_934_592))
         #expect(text == "HTTP/1.1 599 Unknown\r\nContent-Length: 8589934592\r\n\r\n")
     }
+
+    @Test(arguments: [0, 1, 9, 10, 99, 100, 65535, 1_048_576, Int64.max])
+    func theHeadWriterCountsTheDigitsItWrites(value: Int64) {
+        for radix: Int64 in [10, 16] {
+            let count = HeadWriter.digitCount(value, radix: radix)
+            let text = withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { memory in
+                var writer = HeadWriter(memory)
+                writer.writeDigits(value, radix: radix)
+                #expect(writer.written == count)
+                return String(decoding: UnsafeRawBufferPointer(memory), as: UTF8.self)
+            }
+            #expect(text == String(value, radix: Int(radix)))
+        }
+    }
+
+    /// Heads of every size, below and above what is laid out on the stack, checked and
+    /// unchecked fields alike, come out byte for byte as the fields say, appended after what
+    /// the buffer held.
+    @Test(arguments: [0, 1, 500, 1_000, 1_024, 5_000])
+    func headsOfAnySizeAreWrittenExactly(valueLength: Int) {
+        let value = String(repeating: "v", count: valueLength)
+        for checked in [false, true] {
+            var head = HTTPResponseHead(
+                status: 201,
+                reason: "Made",
+                headers: HTTPHeaders([("X-Long", value), ("ETag", "\"1\""), ("Empty", "")])
+            )
+            head.fieldsChecked = checked
+            var encoder = ResponseEncoder()
+            var keepAlive = true
+            var bytes = Array("before".utf8)
+            encoder.encodeHead(
+                head,
+                requestVersion: .http1_0,
+                requestIsHead: false,
+                keepAlive: &keepAlive,
+                into: &bytes
+            )
+            #expect(
+                String(decoding: bytes, as: UTF8.self)
+                    == "beforeHTTP/1.1 201 Made\r\nX-Long: \(value)\r\nETag: \"1\"\r\nEmpty: \r\nConnection: close\r\n\r\n"
+            )
+            #expect(!keepAlive)
+        }
+    }
 }
