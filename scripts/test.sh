@@ -38,7 +38,7 @@ swift test
 tsan_suites=(
     SerialContextTests InPlaceOrderTests BusyConnectionTests ServerSocketTests BackPressureTests
     StreamAndAbortTests AbortedExchangeTests ExchangeLifetimeTests
-    EngineWakeUpTests EngineIdleTests EngineDeadlineTests TransferFlowControlTests SeveralEnginesTests
+    EngineWakeUpTests EngineIdleTests EngineDeadlineTests EngineBurstTests TransferFlowControlTests SeveralEnginesTests
     DroppedUpstreamConnectionTests LostUpstreamConnectionTests ClosingUpstreamTests UpstreamFetcherTests
     ForwardingTests UnauthorizedReplayTests
     WebSocketTunnelTests TunnelDrainTests TunnelEdgeTests
