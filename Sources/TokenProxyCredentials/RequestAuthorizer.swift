@@ -3,8 +3,9 @@ import TokenProxySupport
 
 /// A provider whose credential depends on the request it goes with (OAuth 1.0a signs the
 /// method, URL and form parameters of each request): the forwarder asks it for the header
-/// instead of formatting a token.
-package protocol RequestAuthorizer: Sendable {
+/// instead of formatting a token. Class-bound: the registry keeps it as an optional
+/// reference, which every request copies and checks.
+package protocol RequestAuthorizer: AnyObject, Sendable {
     /// The credential header for `method` on the upstream `url`, with `formBody` the
     /// `application/x-www-form-urlencoded` body when the request has one (nil otherwise).
     /// Called for every attempt, so a replay gets a fresh header.

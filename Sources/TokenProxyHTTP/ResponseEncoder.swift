@@ -188,6 +188,14 @@ package struct ResponseEncoder: Sendable {
     /// framing at most the bytes still owed are appended (RFC 9112 §6.3: the client reads the
     /// next response after exactly that many).
     @discardableResult
+    package mutating func encodeBody(_ part: UnsafeRawBufferPointer, into output: inout [UInt8]) -> BodyOutcome {
+        // Specialized here: the generic method called from another module is not, and ran the
+        // standard library's generic append for every body part.
+        self.encodeBody(part.assumingMemoryBound(to: UInt8.self), into: &output)
+    }
+
+    /// As the method above, for any collection of bytes.
+    @discardableResult
     package mutating func encodeBody(_ part: some Collection<UInt8>, into output: inout [UInt8]) -> BodyOutcome {
         guard !part.isEmpty else { return .accepted }
         switch self.framing {

@@ -128,17 +128,25 @@ package final class HTTPExchange {
 
     /// Sends part of the response body.
     /// Bytes beyond an announced `Content-Length` are not sent: the exchange is aborted.
+    package func sendBody(_ bytes: [UInt8]) {
+        // A method of its own for the buffers the request path sends: the generic one below,
+        // called from another module, is not specialized there.
+        bytes.withUnsafeBytes { self.sendBody(raw: $0) }
+    }
+
+    /// As the method above, for any collection of bytes.
     package func sendBody(_ bytes: some Collection<UInt8>) {
+        let sent: Void? = bytes.withContiguousStorageIfAvailable { self.sendBody(raw: UnsafeRawBufferPointer($0)) }
+        if sent == nil {
+            Array(bytes).withUnsafeBytes { self.sendBody(raw: $0) }
+        }
+    }
+
+    private func sendBody(raw bytes: UnsafeRawBufferPointer) {
         self.assertInContext()
         guard self.responseStarted, !self.isComplete else { return }
         self.responseBodyBytes += bytes.count
-        guard let connection = self.connection else { return }
-        let sent: Void? = bytes.withContiguousStorageIfAvailable { buffer in
-            connection.exchangeSendBody(self, UnsafeRawBufferPointer(buffer))
-        }
-        if sent == nil {
-            Array(bytes).withUnsafeBytes { connection.exchangeSendBody(self, $0) }
-        }
+        self.connection?.exchangeSendBody(self, bytes)
     }
 
     /// Ends the response. A body shorter than the `Content-Length` its head announced cannot

@@ -116,28 +116,45 @@ package struct UpstreamURL: Sendable, Equatable {
         if let reason = BasePathBoundary.violation(in: path) {
             throw Failure(description: "\(reason), which could leave the route's base path")
         }
-        var url = base.origin
-        url.reserveCapacity(url.utf8.count + base.path.utf8.count + path.utf8.count + (query?.utf8.count ?? 0) + 2)
-        url += base.path
-        url += path
-        if base.path.isEmpty && path.isEmpty {
-            url += "/"
+        // Written into one String of the right size: appending piece by piece grew it and
+        // checked its storage once per piece, on every request.
+        let slash = base.path.isEmpty && path.isEmpty
+        var count = base.origin.utf8.count + base.path.utf8.count + path.utf8.count + (slash ? 1 : 0)
+        if let baseQuery = base.query {
+            count += 1 + baseQuery.utf8.count
         }
-        switch (base.query, query) {
-        case (let baseQuery?, let clientQuery?):
-            url += "?"
-            url += baseQuery
-            url += "&"
-            url += clientQuery
-        case (let baseQuery?, nil):
-            url += "?"
-            url += baseQuery
-        case (nil, let clientQuery?):
-            url += "?"
-            url += clientQuery
-        case (nil, nil): break
+        if let query {
+            count += 1 + query.utf8.count
         }
-        return url
+        return String(unsafeUninitializedCapacity: count) { buffer in
+            var written = 0
+            func put(_ piece: String) {
+                var piece = piece
+                piece.withUTF8 { bytes in
+                    _ = UnsafeMutableBufferPointer(rebasing: buffer[written...]).initialize(fromContentsOf: bytes)
+                    written += bytes.count
+                }
+            }
+            func put(_ byte: UInt8) {
+                buffer[written] = byte
+                written += 1
+            }
+            put(base.origin)
+            put(base.path)
+            put(path)
+            if slash {
+                put(UInt8(ascii: "/"))
+            }
+            if let baseQuery = base.query {
+                put(UInt8(ascii: "?"))
+                put(baseQuery)
+            }
+            if let query {
+                put(base.query == nil ? UInt8(ascii: "?") : UInt8(ascii: "&"))
+                put(query)
+            }
+            return written
+        }
     }
 
     private static func part(_ handle: OpaquePointer, _ part: CURLUPart, flags: UInt32 = 0) -> String? {

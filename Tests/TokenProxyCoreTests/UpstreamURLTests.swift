@@ -51,5 +51,9 @@ struct UpstreamURLTests {
         #expect(
             try UpstreamURL.build(base: base, path: "/x", query: "a=1") == "https://api.example.com/v1/x?key=static&a=1"
         )
+        #expect(try UpstreamURL.build(base: base, path: "", query: nil) == "https://api.example.com/v1?key=static")
+        let bare = try UpstreamURL.parseBase("https://api.example.com?key=static")
+        #expect(try UpstreamURL.build(base: bare, path: "", query: "a=1") == "https://api.example.com/?key=static&a=1")
+        #expect(try UpstreamURL.build(base: bare, path: "/é", query: nil) == "https://api.example.com/é?key=static")
     }
 }

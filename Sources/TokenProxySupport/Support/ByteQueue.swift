@@ -28,6 +28,25 @@ package struct ByteQueue {
         self.storage.append(contentsOf: bytes)
     }
 
+    // The buffers the request path appends, each as one copy. A call from another module to
+    // the generic method above is not specialized there: it ran the standard library's
+    // generic append, which looks up type metadata on every call.
+
+    /// Appends `bytes` at the back.
+    package mutating func append(contentsOf bytes: [UInt8]) {
+        self.storage.append(contentsOf: bytes)
+    }
+
+    /// Appends `bytes` at the back.
+    package mutating func append(contentsOf bytes: UnsafeBufferPointer<UInt8>) {
+        self.storage.append(contentsOf: bytes)
+    }
+
+    /// Appends `bytes` at the back.
+    package mutating func append(contentsOf bytes: UnsafeRawBufferPointer) {
+        self.storage.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+    }
+
     /// Lets `body` append to the back in place (an encoder writing its framing around the
     /// bytes); it must not remove anything.
     package mutating func appending<Result>(_ body: (inout [UInt8]) throws -> Result) rethrows -> Result {
