@@ -9,6 +9,9 @@ struct StaticCredentialSource: CredentialSource {
     /// The answer for a secret that cannot change while the process runs (a literal or an
     /// environment variable), worked out once instead of on every request; `nil` for a file.
     private let fixed: Result<AccessToken, ProxyError>?
+    /// The token of a ``fixed`` answer that is one, kept apart so that a request takes it
+    /// without copying the whole answer first.
+    private let fixedToken: AccessToken?
 
     /// Creates the source for provider `name`.
     init(name: String, secret: Secret) {
@@ -18,6 +21,11 @@ struct StaticCredentialSource: CredentialSource {
             self.fixed = nil
         } else {
             self.fixed = Self.answer(secret, provider: name)
+        }
+        if case .success(let token)? = self.fixed {
+            self.fixedToken = token
+        } else {
+            self.fixedToken = nil
         }
     }
 
@@ -31,8 +39,7 @@ struct StaticCredentialSource: CredentialSource {
     }
 
     func tokenAtHand() -> AccessToken? {
-        guard case .success(let token)? = self.fixed else { return nil }
-        return token
+        self.fixedToken
     }
 
     private static func answer(_ secret: Secret, provider: String) -> Result<AccessToken, ProxyError> {

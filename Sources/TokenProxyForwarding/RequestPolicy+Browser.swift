@@ -42,11 +42,11 @@ extension RequestPolicy {
         var origins: [String] = []
         var referers: [String] = []
         head.headers.forEachField { name, value in
-            if HTTPHeaders.name(name, equals: "sec-fetch-site") {
+            if HTTPHeaders.name(name, is: "sec-fetch-site") {
                 sites.append(String(decoding: value, as: UTF8.self))
-            } else if HTTPHeaders.name(name, equals: "origin") {
+            } else if HTTPHeaders.name(name, is: "origin") {
                 origins.append(String(decoding: value, as: UTF8.self))
-            } else if HTTPHeaders.name(name, equals: "referer") {
+            } else if HTTPHeaders.name(name, is: "referer") {
                 referers.append(String(decoding: value, as: UTF8.self))
             }
         }

@@ -58,7 +58,7 @@ struct RequestPolicy: Sendable {
         var override: (name: String, value: String)?
         var authorizations = 0
         head.headers.forEachField { name, value in
-            if HTTPHeaders.name(name, equals: "authorization") {
+            if HTTPHeaders.name(name, is: "authorization") {
                 authorizations += 1
             } else if override == nil, Self.isRefusedMethod(value),
                 let field = Self.methodOverrideFields.first(where: { HTTPHeaders.name(name, equals: $0) })

@@ -183,7 +183,7 @@ package enum HTTPGrammar {
         headers.forEachField { name, value in
             // The name first: most fields are not Content-Length, and the failure is an
             // optional struct whose test is not free.
-            guard HTTPHeaders.name(name, equals: "content-length"), failure == nil else { return }
+            guard HTTPHeaders.name(name, is: "content-length"), failure == nil else { return }
             found = true
             var element = ContentLengthElement()
             for byte in value {

@@ -336,6 +336,16 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
         }
     }
 
+    /// Whether the field name `bytes` is the lowercase literal `name`, ignoring ASCII case:
+    /// the literal's bytes are compared where they lie, with no String to open.
+    package static func name(_ bytes: UnsafeBufferPointer<UInt8>, is name: StaticString) -> Bool {
+        guard bytes.count == name.utf8CodeUnitCount else { return false }
+        return ASCII.equalsIgnoringCase(
+            bytes,
+            UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+        )
+    }
+
     /// Whether the field name `bytes` is `name`, ignoring ASCII case.
     package static func name(_ bytes: UnsafeBufferPointer<UInt8>, equals name: String) -> Bool {
         // Most names differ in length: that is one comparison, before any byte is read.

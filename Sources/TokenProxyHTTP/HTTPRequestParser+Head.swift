@@ -49,7 +49,7 @@ extension HTTPRequestParser {
         var hosts = 0
         var validHost = true
         headers.forEachField { name, value in
-            guard HTTPHeaders.name(name, equals: "host") else { return }
+            guard HTTPHeaders.name(name, is: "host") else { return }
             hosts += 1
             validHost = validHost && HTTPGrammar.isValidHost(bytes: value)
         }

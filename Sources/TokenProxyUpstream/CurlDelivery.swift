@@ -28,5 +28,9 @@ package struct CurlDelivery: Sendable {
     /// once (it does so by itself when a cached connection turns out closed before any answer).
     package var resentByLibcurl = false
 
-    var isEmpty: Bool { self.head == nil && self.body.isEmpty && self.end == nil }
+    var isEmpty: Bool {
+        // Matched rather than compared with nil: `== nil` copied the head and the end first.
+        guard self.body.isEmpty, case .none = self.head, case .none = self.end else { return false }
+        return true
+    }
 }

@@ -29,8 +29,11 @@ package final class CurlTransfer: @unchecked Sendable {
         var flow = TransferFlowControl()
     }
 
-    package let request: UpstreamRequest
-    let options: Options
+    /// The request and its options, as the easy handle is set up from them: kept in the form
+    /// the set-up reads, rather than copied into it when the transfer starts.
+    let setup: CurlRequestSetup
+    /// The request to send.
+    package var request: UpstreamRequest { self.setup.request }
     /// Where the response goes: a client exchange, or a buffer for the proxy's own requests.
     let sink: any CurlResponseSink
     let requestIsHead: Bool
@@ -71,8 +74,7 @@ package final class CurlTransfer: @unchecked Sendable {
         provider: String?
     ) {
         self.engine = engine
-        self.request = request
-        self.options = options
+        self.setup = CurlRequestSetup(request: request, options: options)
         self.sink = sink
         self.requestIsHead = request.method == "HEAD"
         self.route = route
@@ -131,8 +133,7 @@ package final class CurlTransfer: @unchecked Sendable {
         buffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         self.errorBuffer = buffer
 
-        let setup = CurlRequestSetup(request: self.request, options: self.options)
-        var (ok, headers) = setup.configure(easy)
+        var (ok, headers) = self.setup.configure(easy)
         self.headerList = headers
         func set(_ accepted: Bool) {
             if !accepted { ok = false }
@@ -146,7 +147,7 @@ package final class CurlTransfer: @unchecked Sendable {
         set(easy.setOpenSocketCallback(curlOpenSocketCallback))
         set(easy.setPrerequestCallback(curlPrerequestCallback))
         set(easy.set(CURLOPT_PREREQDATA, pointer: userdata))
-        if setup.uploadsBody {
+        if self.setup.uploadsBody {
             set(easy.setReadCallback(curlReadCallback))
             set(easy.set(CURLOPT_READDATA, pointer: userdata))
         }
@@ -164,7 +165,7 @@ package final class CurlTransfer: @unchecked Sendable {
         }
         // An announced empty body (`Content-Length: 0`) is never asked for by libcurl: the
         // request is sent with its head, and the first-byte deadline starts now.
-        self.report(self.life.prepared(sendsBody: self.request.body.sendsBytes, now: .now))
+        self.report(self.life.prepared(sendsBody: self.setup.request.body.sendsBytes, now: .now))
         return easy
     }
 
@@ -216,7 +217,7 @@ package final class CurlTransfer: @unchecked Sendable {
         case .secondSendStopped?:
             let error = ProxyError(
                 .upstreamUnreachable,
-                "the upstream closed the kept-alive connection before answering; a \(self.request.method) "
+                "the upstream closed the kept-alive connection before answering; a \(self.setup.request.method) "
                     + "request is not sent twice",
                 route: self.route,
                 provider: self.provider
@@ -334,7 +335,7 @@ package final class CurlTransfer: @unchecked Sendable {
             self.report(self.life.requestSent(now: .now))
             return 0
         }
-        if count > 0, case .length(let length) = self.request.body {
+        if count > 0, case .length(let length) = self.setup.request.body {
             self.bodyBytesRead += Int64(count)
             if self.bodyBytesRead >= length {
                 // libcurl asks for no more (RFC 9112 §6.2): the request is sent.

@@ -138,7 +138,7 @@ struct UpstreamResponseParser: Sendable {
         // head of many fields with a long list costs their sum, not their product.
         var listed = Set<[UInt8]>()
         self.fields.forEachField { name, value in
-            guard HTTPHeaders.name(name, equals: "connection") else { return }
+            guard HTTPHeaders.name(name, is: "connection") else { return }
             HTTPGrammar.forEachListElement(value) { element in
                 if !Self.hopByHop.contains(element) {
                     listed.insert(ASCII.lowercased(element))
@@ -162,7 +162,7 @@ struct UpstreamResponseParser: Sendable {
         headers.replaceValues { name, value in
             // A Location that is not UTF-8 cannot name the upstream's origin; it goes on as it
             // came.
-            guard HTTPHeaders.name(name, equals: "location"),
+            guard HTTPHeaders.name(name, is: "location"),
                 let location = String(validating: value, as: UTF8.self)
             else { return nil }
             return rewriteLocation(location)
@@ -237,7 +237,7 @@ struct UpstreamResponseParser: Sendable {
 
         init(_ fields: HTTPHeaders) {
             fields.forEachField { name, value in
-                if HTTPHeaders.name(name, equals: "transfer-encoding") {
+                if HTTPHeaders.name(name, is: "transfer-encoding") {
                     self.hasTransferEncoding = true
                     if let last = String(decoding: value, as: UTF8.self).split(separator: ",").last {
                         self.lastCodingIsChunked = last.trimmingHTTPWhitespace().equalsIgnoringASCIICase("chunked")
