@@ -50,6 +50,9 @@ package final class CurlEngine: @unchecked Sendable {
     let inbox = Mutex(Inbox())
     /// The running transfers, which the table keeps alive (engine thread only).
     private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
+    /// Transfers whose socket could not be added to the epoll set, ended with an error once
+    /// the libcurl call that asked for it returned (engine thread only).
+    private var unwatchable: [CurlTransfer] = []
     /// Transfers with something for their client, delivered once libcurl's calls of a pass
     /// returned (engine thread only).
     private var outboxes: [CurlTransfer] = []
@@ -170,7 +173,7 @@ package final class CurlEngine: @unchecked Sendable {
                 inbox.sleeping = false
             }
             self.apply(from: &pending)
-            let curlTimeout = self.runDueTimers()
+            self.runDueTimers()
             let now = ContinuousClock.now
             if let earliest = self.earliestDeadline, earliest <= now {
                 self.expireDeadlines(now: now)
@@ -185,6 +188,9 @@ package final class CurlEngine: @unchecked Sendable {
             var timeout = 0
             if sleep {
                 timeout = self.idleWaitMilliseconds
+                // Asked again: ending a transfer above may have started one that waited.
+                var curlTimeout = -1
+                curl_multi_timeout(self.multi, &curlTimeout)
                 if curlTimeout >= 0 {
                     timeout = min(timeout, curlTimeout)
                 }
@@ -209,42 +215,58 @@ package final class CurlEngine: @unchecked Sendable {
         }
     }
 
-    /// Carries out the commands of `pending` in order, up to the pass's last set-up, and
-    /// removes them.
+    /// Carries out the commands of `pending` in order, except the set-ups beyond the pass's
+    /// bound and any later command for a transfer held back so (its resume or cancel must
+    /// follow its set-up); those stay in `pending`, in order, for the next pass. Resumes and
+    /// cancels of running transfers never wait behind a burst of new ones.
     private func apply(from pending: inout [Command]) {
-        var applied = 0
         var setUps = 0
-        while applied < pending.count {
-            if case .add = pending[applied] {
-                guard setUps < Self.setUpsPerPass else { break }
+        var heldBack: [Command] = []
+        var heldTransfers = Set<ObjectIdentifier>()
+        for command in pending {
+            switch command {
+            case .add(let transfer):
+                guard setUps < Self.setUpsPerPass else {
+                    heldBack.append(command)
+                    heldTransfers.insert(ObjectIdentifier(transfer))
+                    continue
+                }
                 setUps += 1
+            case .resume(let transfer), .cancel(let transfer):
+                guard heldTransfers.isEmpty || !heldTransfers.contains(ObjectIdentifier(transfer)) else {
+                    heldBack.append(command)
+                    continue
+                }
             }
-            self.apply(pending[applied])
-            applied += 1
+            self.apply(command)
         }
-        if applied == pending.count {
+        if heldBack.isEmpty {
             pending.removeAll(keepingCapacity: true)
         } else {
-            pending.removeFirst(applied)
+            pending = heldBack
         }
     }
 
-    /// Runs libcurl's timers when one is due; returns the milliseconds until the next one is
-    /// (-1: none).
-    private func runDueTimers() -> Int {
+    /// Runs libcurl's timers when one is due.
+    private func runDueTimers() {
         var milliseconds = -1
         curl_multi_timeout(self.multi, &milliseconds)
-        guard milliseconds == 0 else { return milliseconds }
+        guard milliseconds == 0 else { return }
         var running: Int32 = 0
         curl_multi_socket_action(self.multi, tp_socket_timeout(), 0, &running)
-        curl_multi_timeout(self.multi, &milliseconds)
-        return milliseconds
     }
 
     /// Finishes the transfers libcurl reports done and hands every transfer's collected
     /// answer to its client: one hop per transfer per pass, however many callbacks it had.
     private func collectAndDeliver() {
         self.collectFinished()
+        if !self.unwatchable.isEmpty {
+            let failed = self.unwatchable
+            self.unwatchable.removeAll()
+            for transfer in failed {
+                self.finish(transfer, result: CURLE_COULDNT_CONNECT)
+            }
+        }
         guard !self.outboxes.isEmpty else { return }
         for transfer in self.outboxes {
             transfer.deliverOutbox()
@@ -256,16 +278,26 @@ package final class CurlEngine: @unchecked Sendable {
     /// watching it (`CURL_POLL_REMOVE`, before libcurl closes it or while it waits for
     /// nothing on it). `watched` says whether libcurl knows it as watched already (the mark
     /// ``curlSocketCallback`` finds); a socket closed without a removal has left the epoll set
-    /// with its last descriptor, and is added again. A socket that cannot be watched gets no
-    /// events, and its transfer ends at its deadline.
-    fileprivate func watch(_ descriptor: Int32, what: Int32, watched: Bool) {
+    /// with its last descriptor, and is added again. A socket that cannot be watched (the
+    /// kernel is out of memory or of epoll watches) would never get an event: its transfer,
+    /// `easy`'s, is ended with an error once libcurl's call returns, rather than left to wait.
+    fileprivate func watch(_ descriptor: Int32, what: Int32, watched: Bool, easy: UnsafeMutableRawPointer?) {
         if what == CURL_POLL_REMOVE {
             tp_epoll_unwatch(self.epoll, descriptor)
             return
         }
         let readable: Int32 = what & CURL_POLL_IN != 0 ? 1 : 0
         let writable: Int32 = what & CURL_POLL_OUT != 0 ? 1 : 0
-        if tp_epoll_watch(self.epoll, descriptor, readable, writable, watched ? 1 : 0) == 0, !watched {
+        guard tp_epoll_watch(self.epoll, descriptor, readable, writable, watched ? 1 : 0) == 0 else {
+            var pointer: UnsafeMutableRawPointer?
+            if let easy, tp_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer) == CURLE_OK,
+                let pointer
+            {
+                self.unwatchable.append(Unmanaged<CurlTransfer>.fromOpaque(pointer).takeUnretainedValue())
+            }
+            return
+        }
+        if !watched {
             // Any pointer but nil marks the socket; it is never read through.
             curl_multi_assign(self.multi, descriptor, Unmanaged.passUnretained(self).toOpaque())
         }
@@ -338,12 +370,13 @@ package final class CurlEngine: @unchecked Sendable {
 
 /// libcurl's socket callback (engine thread, inside a libcurl call): `socketp` is what
 /// ``CurlEngine/watch(_:what:watched:)`` assigned to the socket, nil until then.
-private let curlSocketCallback: tp_socket_callback = { _, descriptor, what, userdata, socketp in
+private let curlSocketCallback: tp_socket_callback = { easy, descriptor, what, userdata, socketp in
     guard let userdata else { return -1 }
     Unmanaged<CurlEngine>.fromOpaque(userdata).takeUnretainedValue().watch(
         descriptor,
         what: what,
-        watched: socketp != nil
+        watched: socketp != nil,
+        easy: easy
     )
     return 0
 }
