@@ -167,20 +167,12 @@ package struct ResponseEncoder: Sendable {
     private static let chunkedField: StaticString = "Transfer-Encoding: chunked\r\n"
 
     /// Appends the digits of a non-negative `value` in `radix` (10 or 16) without building
-    /// a String.
+    /// a String (``HeadWriter`` writes them).
     static func appendDigits(_ value: Int64, radix: Int64 = 10, to bytes: inout [UInt8]) {
-        var width = 1
-        var scale: Int64 = 1
-        while value / scale >= radix {
-            scale *= radix
-            width += 1
-        }
-        var remaining = value
-        for _ in 0..<width {
-            let digit = UInt8(remaining / scale)
-            bytes.append(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
-            remaining %= scale
-            scale /= radix
+        withUnsafeTemporaryAllocation(byteCount: HeadWriter.digitCount(value, radix: radix), alignment: 1) { memory in
+            var writer = HeadWriter(memory)
+            writer.writeDigits(value, radix: radix)
+            bytes.append(contentsOf: UnsafeRawBufferPointer(memory).assumingMemoryBound(to: UInt8.self))
         }
     }
 
