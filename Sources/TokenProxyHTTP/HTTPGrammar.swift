@@ -177,30 +177,60 @@ package enum HTTPGrammar {
     /// overflow are errors (RFC 9112 §6.3 rule 5). Reads the fields' bytes where they lie:
     /// this runs for every answer with a length and every request with a body.
     package static func contentLength(in headers: HTTPHeaders) -> Result<Int64, ProxyError>? {
-        var length: Int64?
-        var found = false
-        var failure: ProxyError?
+        var lengths = ContentLengthFields()
         headers.forEachField { name, value in
-            // The name first: most fields are not Content-Length, and the failure is an
-            // optional struct whose test is not free.
-            guard HTTPHeaders.name(name, is: "content-length"), failure == nil else { return }
-            found = true
+            if HTTPHeaders.name(name, is: "content-length") {
+                lengths.read(value)
+            }
+        }
+        return lengths.result
+    }
+
+    /// The `Content-Length` fields of a head, read one value at a time by the rule of
+    /// ``contentLength(in:)``, for a reader that finds them itself.
+    package struct ContentLengthFields {
+        private var length: Int64?
+        private var found = false
+        /// Kept as a plain value, so that the reader copies as bytes: the error is made when
+        /// asked for.
+        private var failure: ContentLengthElement.Failure?
+
+        package init() {}
+
+        /// Reads the value of one `Content-Length` field.
+        package mutating func read(_ value: UnsafeBufferPointer<UInt8>) {
+            self.found = true
+            guard self.failure == nil else { return }
             var element = ContentLengthElement()
             for byte in value {
                 if byte == UInt8(ascii: ",") {
-                    failure = element.end(into: &length)
-                    if failure != nil { return }
+                    self.failure = element.end(into: &self.length)
+                    if self.failure != nil { return }
                     element = ContentLengthElement()
                 } else {
                     element.add(byte)
                 }
             }
-            failure = element.end(into: &length)
+            self.failure = element.end(into: &self.length)
         }
-        guard found else { return nil }
-        if let failure { return .failure(failure) }
-        guard let length else { return .failure(ProxyError(.badRequest, "invalid Content-Length")) }
-        return .success(length)
+
+        /// The length the fields read declare, or nil when none was read.
+        package var result: Result<Int64, ProxyError>? {
+            guard self.found else { return nil }
+            if let failure = self.failure { return .failure(ProxyError(.badRequest, failure.rawValue)) }
+            guard let length = self.length else { return .failure(ProxyError(.badRequest, "invalid Content-Length")) }
+            return .success(length)
+        }
+
+        /// Whether the fields read declare one valid length, or none was read.
+        package var isValid: Bool {
+            !self.found || (self.failure == nil && self.length != nil)
+        }
+
+        /// The length declared, when the fields read declare one valid length.
+        package var validLength: Int64? {
+            self.failure == nil ? self.length : nil
+        }
     }
 
     /// One element of a Content-Length list, read byte by byte: optional whitespace, digits,
@@ -232,12 +262,19 @@ package enum HTTPGrammar {
             }
         }
 
+        /// Why a list of lengths is refused, as the error's message.
+        enum Failure: String {
+            case invalid = "invalid Content-Length"
+            case tooLarge = "Content-Length too large"
+            case differing = "differing Content-Length values"
+        }
+
         /// Checks the finished element against the length so far: nil when it agrees.
-        func end(into length: inout Int64?) -> ProxyError? {
-            guard !self.invalid, self.digits > 0 else { return ProxyError(.badRequest, "invalid Content-Length") }
-            guard !self.overflow else { return ProxyError(.badRequest, "Content-Length too large") }
+        func end(into length: inout Int64?) -> Failure? {
+            guard !self.invalid, self.digits > 0 else { return .invalid }
+            guard !self.overflow else { return .tooLarge }
             if let previous = length, previous != self.value {
-                return ProxyError(.badRequest, "differing Content-Length values")
+                return .differing
             }
             length = self.value
             return nil

@@ -24,6 +24,9 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     private static let recordHeader = 9
     private static let live: UInt8 = 0
     private static let removed: UInt8 = 1
+    /// A field its producer keeps beside the list but out of it (``addWithheld(name:value:)``):
+    /// only ``forEachWithheldField(_:)`` sees it.
+    private static let withheld: UInt8 = 2
 
     /// The fields' records, back to back. A removed field's record stays in the buffer,
     /// flagged: fields are removed once per hop at most (hop-by-hop and withheld fields, a
@@ -32,8 +35,8 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     private var bytes: [UInt8] = []
     /// The number of live fields.
     private var liveCount = 0
-    /// Where the last live field's record starts, when it is the last record in the buffer
-    /// (``appendToLastValue(_:)`` extends it in place).
+    /// Where the last field added (live or withheld) starts, while its record is the last in
+    /// the buffer and not removed (``appendToLastValue(_:)`` extends it in place).
     private var lastRecord: Int?
 
     /// One record's place in the buffer.
@@ -65,10 +68,15 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
 
     /// Calls `body` with each live record, in order.
     private static func forEachLive(in buffer: UnsafeBufferPointer<UInt8>, _ body: (Record) -> Void) {
+        Self.forEach(flagged: Self.live, in: buffer, body)
+    }
+
+    /// Calls `body` with each record flagged `flag`, in order.
+    private static func forEach(flagged flag: UInt8, in buffer: UnsafeBufferPointer<UInt8>, _ body: (Record) -> Void) {
         var offset = 0
         while offset < buffer.count {
-            let (record, live) = Self.record(at: offset, in: buffer)
-            if live {
+            let (record, _) = Self.record(at: offset, in: buffer)
+            if buffer[offset] == flag {
                 body(record)
             }
             offset = record.end
@@ -95,22 +103,29 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// The number of fields, duplicates included.
     package var count: Int { self.liveCount }
 
+    /// At least the bytes the fields take written as `name: value` lines with their CRLFs,
+    /// found without reading them: each field's record is that long or longer (its header of
+    /// ``recordHeader`` bytes against the four of `": "` and CRLF), and a removed field's record
+    /// still counts.
+    package var encodedSizeBound: Int { self.bytes.count }
+
     /// Appends a record's header for a name and value of these lengths; returns its start.
-    private mutating func appendRecordHeader(nameLength: Int, valueLength: Int) -> Int {
+    private mutating func appendRecordHeader(nameLength: Int, valueLength: Int, flag: UInt8) -> Int {
         let start = self.bytes.count
         let name = UInt32(truncatingIfNeeded: nameLength)
         let value = UInt32(truncatingIfNeeded: valueLength)
         // Nine bytes in one copy (a tuple of bytes has no padding).
         let header: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (
-            Self.live,
+            flag,
             UInt8(truncatingIfNeeded: name), UInt8(truncatingIfNeeded: name >> 8),
             UInt8(truncatingIfNeeded: name >> 16), UInt8(truncatingIfNeeded: name >> 24),
             UInt8(truncatingIfNeeded: value), UInt8(truncatingIfNeeded: value >> 8),
             UInt8(truncatingIfNeeded: value >> 16), UInt8(truncatingIfNeeded: value >> 24)
         )
         withUnsafeBytes(of: header) { self.append($0) }
-        self.liveCount += 1
-        self.lastRecord = start
+        if flag == Self.live {
+            self.liveCount += 1
+        }
         return start
     }
 
@@ -139,6 +154,25 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
         self.appendRecord(name: name, value: value)
     }
 
+    /// Keeps a field in the buffer that is not part of the list: no reader of the list sees it
+    /// (its count, look-ups, iteration, equality, an encoder), only
+    /// ``forEachWithheldField(_:)``. A response parser keeps the hop-by-hop and framing fields
+    /// it reads but does not relay so, in the one buffer of the head, with no second
+    /// allocation. An obs-fold right after it extends it (``appendToLastValue(_:)``).
+    package mutating func addWithheld(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        self.appendRecord(name: name, value: value, flag: Self.withheld)
+    }
+
+    /// Calls `body` with each withheld field's name and value bytes, in order; the buffers are
+    /// valid during the call only.
+    package func forEachWithheldField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
+        self.bytes.withUnsafeBufferPointer { buffer in
+            Self.forEach(flagged: Self.withheld, in: buffer) { record in
+                body(record.name(in: buffer), record.value(in: buffer))
+            }
+        }
+    }
+
     /// The largest record laid out in scratch memory before it is appended (scratch memory
     /// of up to this size is on the stack).
     private static let assembledRecordLimit = 1024
@@ -146,17 +180,22 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// Appends a record for `name` and `value`. A usual field's record is laid out in scratch
     /// memory on the stack and appended as one copy: the buffer's capacity and uniqueness are
     /// checked once per field, not once per part.
-    private mutating func appendRecord(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    private mutating func appendRecord(
+        name: UnsafeRawBufferPointer,
+        value: UnsafeRawBufferPointer,
+        flag: UInt8 = HTTPHeaders.live
+    ) {
         let total = Self.recordHeader + name.count + value.count
         guard total <= Self.assembledRecordLimit else {
-            _ = self.appendRecordHeader(nameLength: name.count, valueLength: value.count)
+            let start = self.appendRecordHeader(nameLength: name.count, valueLength: value.count, flag: flag)
             self.append(name)
             self.append(value)
+            self.lastRecord = start
             return
         }
         let start = self.bytes.count
         withUnsafeTemporaryAllocation(byteCount: total, alignment: 1) { record in
-            record.storeBytes(of: Self.live, as: UInt8.self)
+            record.storeBytes(of: flag, as: UInt8.self)
             record.storeBytes(of: UInt32(truncatingIfNeeded: name.count).littleEndian, toByteOffset: 1, as: UInt32.self)
             record.storeBytes(
                 of: UInt32(truncatingIfNeeded: value.count).littleEndian,
@@ -167,13 +206,16 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
             UnsafeMutableRawBufferPointer(rebasing: record[(Self.recordHeader + name.count)...]).copyMemory(from: value)
             self.append(UnsafeRawBufferPointer(record))
         }
-        self.liveCount += 1
+        if flag == Self.live {
+            self.liveCount += 1
+        }
         self.lastRecord = start
     }
 
-    /// Appends `bytes` to the value of the last field (an obsolete line folding joined to it).
+    /// Appends `bytes` to the value of the last field (an obsolete line folding joined to it):
+    /// the last one added, withheld or not, while its record ends the buffer; otherwise the
+    /// last live one.
     package mutating func appendToLastValue(_ bytes: UnsafeRawBufferPointer) {
-        guard self.liveCount > 0 else { return }
         if let start = self.lastRecord {
             // The last field's record ends the buffer: its value grows in place.
             let (record, _) = self.bytes.withUnsafeBufferPointer { Self.record(at: start, in: $0) }
@@ -186,6 +228,7 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
             }
             return
         }
+        guard self.liveCount > 0 else { return }
         // Fields were removed after it: it moves to the end, with the bytes added.
         var last: Record?
         self.bytes.withUnsafeBufferPointer { buffer in

@@ -1,8 +1,8 @@
-/// Writes a head's bytes into memory whose size was counted first, so that a head goes into
-/// its buffer as one copy instead of one append per part, each with its own check of the
-/// buffer's capacity and uniqueness. Every write is bounds-checked against the counted size:
-/// a count that does not match what is written is a programming error and stops the
-/// process, as an array index out of range would.
+/// Writes a head's bytes into memory whose size was counted, or bounded, first, so that a
+/// head goes into its buffer as one copy instead of one append per part, each with its own
+/// check of the buffer's capacity and uniqueness. Every write is bounds-checked against that
+/// size: a count below what is written is a programming error and stops the process, as an
+/// array index out of range would. ``written`` tells how much of the memory holds the head.
 struct HeadWriter {
     private let memory: UnsafeMutableRawBufferPointer
     private(set) var written = 0

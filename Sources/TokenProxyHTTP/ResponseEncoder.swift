@@ -104,14 +104,11 @@ package struct ResponseEncoder: Sendable {
         }
         let status = Int64(head.status)
         var reason = head.reason ?? ReasonPhrase.for(head.status)
-        // The head's size first, then the head itself, written into memory of that size and
-        // appended as one copy.
+        // A bound on the head's size first, then the head itself, written into memory of that
+        // size and appended as one copy. The fields are read once: the bound for them is the
+        // size of their records, which is never less than what they take in the head.
         var size = "HTTP/1.1 ".utf8.count + HeadWriter.digitCount(status) + 1 + reason.utf8.count + 2
-        head.headers.forEachField { name, value in
-            if Self.sends(name, value, checked: checked) {
-                size += name.count + 2 + value.count + 2
-            }
-        }
+        size += head.headers.encodedSizeBound
         if let lengthField {
             size += "Content-Length: ".utf8.count + HeadWriter.digitCount(lengthField) + 2
         }
@@ -145,8 +142,11 @@ package struct ResponseEncoder: Sendable {
                 writer.write(connectionField)
             }
             writer.write("\r\n")
-            precondition(writer.written == size, "a head's size was counted wrong")
-            bytes.append(contentsOf: UnsafeRawBufferPointer(memory).assumingMemoryBound(to: UInt8.self))
+            bytes.append(
+                contentsOf: UnsafeRawBufferPointer(rebasing: memory[..<writer.written]).assumingMemoryBound(
+                    to: UInt8.self
+                )
+            )
         }
     }
 

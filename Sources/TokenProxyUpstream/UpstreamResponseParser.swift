@@ -11,19 +11,33 @@ import TokenProxyHTTP
 /// and a `Location` on the upstream's own origin rewritten to the proxy's path
 /// (`docs/reference/upstream.md`, "Responses"). Pure: no I/O.
 struct UpstreamResponseParser: Sendable {
-    /// Fields never relayed to the client (RFC 9110 §7.6.1), plus the framing the client
-    /// connection recomputes.
-    static let hopByHop = HeaderNameSet([
-        "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te",
-        "trailer", "transfer-encoding", "upgrade", "content-length",
-    ])
-
     /// Whether a `101 Switching Protocols` head is final (an upgrade's handshake) rather than
     /// an interim one to drop.
     var switchingProtocolsIsFinal = false
     private var status: Int?
     private var reason: String?
+    /// The fields relayed to the client as they are (end-to-end names with valid values),
+    /// and, withheld in the same buffer (``HTTPHeaders/addWithheld(name:value:)``), the ones
+    /// that are not: hop-by-hop and framing fields, and any with a value the client must not
+    /// get. Sorted as they arrive, so that the head is read in one pass and the relayed
+    /// fields need no filtering pass afterwards.
     private var fields = HTTPHeaders()
+    /// Whether the last field was withheld, for an obs-fold that continues it; nil before the
+    /// first field.
+    private var lastFieldWithheld: Bool?
+    /// The end-to-end names the `Connection` fields so far list (lowercased), which are
+    /// dropped too (RFC 9110 §7.6.1). Most answers list only `keep-alive`, itself hop-by-hop,
+    /// and the set stays empty and costs nothing.
+    private var listed = Set<[UInt8]>()
+    /// Whether a `Location` field arrived, to be rewritten.
+    private var hasLocation = false
+    /// Whether an obs-fold added bytes to a relayed field: its value is checked again.
+    private var foldedIntoRelayed = false
+    /// Whether an obs-fold added bytes to a withheld field: the framing and the `Connection`
+    /// list are read again from the whole fields.
+    private var foldedIntoWithheld = false
+    /// The framing read from the fields so far, as they arrived.
+    private var reading = Framing()
     private(set) var headComplete = false
     /// The final head's framing, read once when it completes.
     private var framing: Framing?
@@ -80,7 +94,7 @@ struct UpstreamResponseParser: Sendable {
             self.reason = reason.flatMap {
                 HTTPGrammar.isValidFieldValue($0) ? String(decoding: $0, as: UTF8.self) : nil
             }
-            self.fields = HTTPHeaders()
+            self.forgetFields()
             self.framing = nil
             return .pending
         }
@@ -88,32 +102,122 @@ struct UpstreamResponseParser: Sendable {
         if line.isEmpty {
             if (100..<200).contains(status), !(status == 101 && self.switchingProtocolsIsFinal) {
                 self.status = nil
-                self.fields = HTTPHeaders()
+                self.forgetFields()
                 return .interim
             }
             self.headComplete = true
-            self.framing = Framing(self.fields)
+            self.framing = self.currentFraming
+            if self.foldedIntoWithheld {
+                self.listed = []
+                self.fields.forEachWithheldField { name, value in
+                    if HTTPHeaders.name(name, is: "connection") {
+                        Self.list(value, into: &self.listed)
+                    }
+                }
+            }
             return .complete
         }
         if line[0] == UInt8(ascii: " ") || line[0] == UInt8(ascii: "\t") {
             // obs-fold from an old upstream: join it to the previous value (RFC 9112 §5.2).
-            guard self.fields.count > 0 else { return .invalid }
+            guard let lastFieldWithheld = self.lastFieldWithheld else { return .invalid }
             let folded = [UInt8(ascii: " ")] + Self.trimmed(line[...])
             folded.withUnsafeBytes { self.fields.appendToLastValue($0) }
+            if lastFieldWithheld {
+                self.foldedIntoWithheld = true
+            } else {
+                self.foldedIntoRelayed = true
+            }
             return .pending
         }
         guard let colon = Self.index(of: UInt8(ascii: ":"), in: line), HTTPGrammar.isToken(line[..<colon]) else {
             return .invalid
         }
-        if self.fields.count == 0 {
+        let name = UnsafeRawBufferPointer(rebasing: line[..<colon])
+        let value = Self.trimmed(line[(colon + 1)...])
+        let kind = FieldKind(name)
+        switch kind {
+        case .other, .hopByHop: break
+        case .location: self.hasLocation = true
+        case .connection: Self.list(value.assumingMemoryBound(to: UInt8.self), into: &self.listed)
+        case .contentLength, .transferEncoding: self.reading.read(kind, value.assumingMemoryBound(to: UInt8.self))
+        }
+        if self.lastFieldWithheld == nil {
             // Room for a typical head at once rather than growing field by field.
             self.fields.reserveCapacity(16)
         }
-        self.fields.add(
-            name: UnsafeRawBufferPointer(rebasing: line[..<colon]),
-            value: Self.trimmed(line[(colon + 1)...])
-        )
+        if kind.isRelayed && HTTPGrammar.isValidFieldValue(value) {
+            self.fields.add(name: name, value: value)
+            self.lastFieldWithheld = false
+        } else {
+            self.fields.addWithheld(name: name, value: value)
+            self.lastFieldWithheld = true
+        }
         return .pending
+    }
+
+    /// Forgets the fields of an interim head, or of everything before a new status line.
+    private mutating func forgetFields() {
+        self.fields = HTTPHeaders()
+        self.lastFieldWithheld = nil
+        self.listed = []
+        self.hasLocation = false
+        self.foldedIntoRelayed = false
+        self.foldedIntoWithheld = false
+        self.reading = Framing()
+    }
+
+    /// Adds the end-to-end names a `Connection` field's `value` lists to `listed`.
+    private static func list(_ value: UnsafeBufferPointer<UInt8>, into listed: inout Set<[UInt8]>) {
+        HTTPGrammar.forEachListElement(value) { element in
+            if FieldKind(UnsafeRawBufferPointer(element)).isRelayed {
+                listed.insert(ASCII.lowercased(element))
+            }
+        }
+    }
+
+    /// What a field name means to the proxy, told by its length first and then by at most two
+    /// comparisons: this runs for every field of every response.
+    enum FieldKind: Equatable {
+        /// End-to-end: relayed as it came.
+        case other
+        /// `Location`: relayed, possibly rewritten.
+        case location
+        /// `Connection`: dropped, and the names it lists with it.
+        case connection
+        /// `Content-Length`: dropped; the client's framing is the proxy's own.
+        case contentLength
+        /// `Transfer-Encoding`: dropped, as the length.
+        case transferEncoding
+        /// Hop-by-hop or framing (RFC 9110 §7.6.1; the client connection's framing is the
+        /// proxy's own): dropped.
+        case hopByHop
+
+        init(_ name: UnsafeRawBufferPointer) {
+            let bytes = name.assumingMemoryBound(to: UInt8.self)
+            func `is`(_ literal: StaticString) -> Bool { HTTPHeaders.name(bytes, is: literal) }
+            switch name.count {
+            case 2: self = `is`("te") ? .hopByHop : .other
+            case 7: self = `is`("upgrade") || `is`("trailer") ? .hopByHop : .other
+            case 8: self = `is`("location") ? .location : .other
+            case 10:
+                if `is`("connection") {
+                    self = .connection
+                } else {
+                    self = `is`("keep-alive") ? .hopByHop : .other
+                }
+            case 14: self = `is`("content-length") ? .contentLength : .other
+            case 16: self = `is`("proxy-connection") ? .hopByHop : .other
+            case 17: self = `is`("transfer-encoding") ? .transferEncoding : .other
+            case 18: self = `is`("proxy-authenticate") ? .hopByHop : .other
+            case 19: self = `is`("proxy-authorization") ? .hopByHop : .other
+            default: self = .other
+            }
+        }
+
+        /// Whether a field of this kind goes to the client.
+        var isRelayed: Bool {
+            self == .other || self == .location
+        }
     }
 
     /// `bytes` without surrounding spaces and tabs (RFC 9110 OWS).
@@ -132,19 +236,6 @@ struct UpstreamResponseParser: Sendable {
     /// map back onto the proxy), or returns `nil` to leave it as it came.
     mutating func head(requestIsHead: Bool, rewriteLocation: (String) -> String?) -> HTTPResponseHead {
         let status = self.status ?? 502
-        // Field names the upstream's Connection header lists are hop-by-hop too (RFC 9110
-        // §7.6.1). Most answers list only `keep-alive`, itself hop-by-hop, and the set of other
-        // names stays empty and costs nothing. Each field is looked up in the set by hash, so a
-        // head of many fields with a long list costs their sum, not their product.
-        var listed = Set<[UInt8]>()
-        self.fields.forEachField { name, value in
-            guard HTTPHeaders.name(name, is: "connection") else { return }
-            HTTPGrammar.forEachListElement(value) { element in
-                if !Self.hopByHop.contains(element) {
-                    listed.insert(ASCII.lowercased(element))
-                }
-            }
-        }
         // Transfer-Encoding wins over Content-Length (RFC 9112 §6.3 rule 3): libcurl decodes
         // the chunks, so the client's framing is the proxy's own (chunked, or until close).
         var contentLength: Int64?
@@ -152,23 +243,30 @@ struct UpstreamResponseParser: Sendable {
             contentLength = length
         }
         self.framing = self.currentFraming
-        // Handed over whole, so that the fields are filtered where they are, not copied.
+        // Handed over whole: the hop-by-hop and framing fields were withheld as they came.
         var headers = self.fields
         self.fields = HTTPHeaders()
-        headers.removeAll { name, value in
-            Self.hopByHop.contains(name) || !HTTPGrammar.isValidFieldValue(value)
-                || (!listed.isEmpty && listed.contains(ASCII.lowercased(name)))
+        if !self.listed.isEmpty || self.foldedIntoRelayed {
+            // Fields a Connection field named, or one a fold made invalid. Each field is looked
+            // up in the set by hash, so a head of many fields with a long list costs their
+            // sum, not their product.
+            let listed = self.listed
+            headers.removeAll { name, value in
+                !HTTPGrammar.isValidFieldValue(value) || (!listed.isEmpty && listed.contains(ASCII.lowercased(name)))
+            }
         }
-        headers.replaceValues { name, value in
-            // A Location that is not UTF-8 cannot name the upstream's origin; it goes on as it
-            // came.
-            guard HTTPHeaders.name(name, is: "location"),
-                let location = String(validating: value, as: UTF8.self)
-            else { return nil }
-            return rewriteLocation(location)
+        if self.hasLocation {
+            headers.replaceValues { name, value in
+                // A Location that is not UTF-8 cannot name the upstream's origin; it goes on as
+                // it came.
+                guard HTTPHeaders.name(name, is: "location"),
+                    let location = String(validating: value, as: UTF8.self)
+                else { return nil }
+                return rewriteLocation(location)
+            }
         }
         var head = HTTPResponseHead(status: status, reason: self.reason, headers: headers)
-        // Names were checked as tokens by `line`, values just above, framing fields dropped.
+        // Names were checked as tokens by `line`, and values; framing fields are withheld.
         head.fieldsChecked = true
         if requestIsHead || !head.forbidsBody {
             head.contentLength = contentLength
@@ -180,11 +278,15 @@ struct UpstreamResponseParser: Sendable {
     /// list (RFC 9110 §5.3); nil when there is none.
     func value(of name: String) -> String? {
         var values: [String] = []
-        self.fields.forEachField { field, value in
+        // A name's fields are all relayed or all withheld, except those whose value was
+        // refused: the two are read in turn, which keeps their order for a valid name.
+        let collect = { (field: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) in
             if HTTPHeaders.name(field, equals: name) {
                 values.append(String(decoding: value, as: UTF8.self))
             }
         }
+        self.fields.forEachField(collect)
+        self.fields.forEachWithheldField(collect)
         return values.isEmpty ? nil : values.joined(separator: ", ")
     }
 
@@ -221,34 +323,49 @@ struct UpstreamResponseParser: Sendable {
         return framing.declaredLength == .invalid ? "the upstream's Content-Length is invalid or conflicting" : nil
     }
 
-    /// The framing read when the head completed, or read now from the fields so far.
+    /// The framing read when the head completed, or the one of the fields so far.
     private var currentFraming: Framing {
-        self.framing ?? Framing(self.fields)
+        if let framing = self.framing { return framing }
+        return self.foldedIntoWithheld ? Framing(self.fields) : self.reading
     }
 
-    /// What a head's `Transfer-Encoding` and `Content-Length` fields say, read in one pass
-    /// over its fields.
+    /// What a head's `Transfer-Encoding` and `Content-Length` fields say, read field by field.
     private struct Framing {
         var hasTransferEncoding = false
         /// Whether the last transfer coding of all `Transfer-Encoding` fields is chunked; nil
         /// when they list none.
         var lastCodingIsChunked: Bool?
-        var declaredLength = DeclaredLength.absent
+        private var lengths = HTTPGrammar.ContentLengthFields()
 
+        init() {}
+
+        /// Reads the withheld fields of `fields`, where the framing fields are: for a head
+        /// whose framing field was continued by an obs-fold after it was read.
         init(_ fields: HTTPHeaders) {
-            fields.forEachField { name, value in
-                if HTTPHeaders.name(name, is: "transfer-encoding") {
-                    self.hasTransferEncoding = true
-                    if let last = String(decoding: value, as: UTF8.self).split(separator: ",").last {
-                        self.lastCodingIsChunked = last.trimmingHTTPWhitespace().equalsIgnoringASCIICase("chunked")
-                    }
+            fields.forEachWithheldField { name, value in
+                if HTTPHeaders.name(name, is: "content-length") {
+                    self.read(.contentLength, value)
+                } else if HTTPHeaders.name(name, is: "transfer-encoding") {
+                    self.read(.transferEncoding, value)
                 }
             }
-            switch HTTPGrammar.contentLength(in: fields) {
-            case .success(let length)?: self.declaredLength = .length(length)
-            case .failure?: self.declaredLength = .invalid
-            case nil: break
+        }
+
+        /// Reads the value of a `Content-Length` or `Transfer-Encoding` field.
+        mutating func read(_ kind: FieldKind, _ value: UnsafeBufferPointer<UInt8>) {
+            if kind == .contentLength {
+                self.lengths.read(value)
+                return
             }
+            self.hasTransferEncoding = true
+            if let last = String(decoding: value, as: UTF8.self).split(separator: ",").last {
+                self.lastCodingIsChunked = last.trimmingHTTPWhitespace().equalsIgnoringASCIICase("chunked")
+            }
+        }
+
+        var declaredLength: DeclaredLength {
+            if let length = self.lengths.validLength { return .length(length) }
+            return self.lengths.isValid ? .absent : .invalid
         }
     }
 }

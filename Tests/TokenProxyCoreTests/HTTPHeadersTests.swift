@@ -123,4 +123,32 @@ struct HTTPHeadersTests {
         headers.forEachField { _, value in seen.append(value.count) }
         #expect(seen == lengths)
     }
+
+    @Test func withheldFieldsAreSeenOnlyByTheirOwnIteration() {
+        func bytes(_ text: String, _ body: (UnsafeRawBufferPointer) -> Void) {
+            Array(text.utf8).withUnsafeBytes(body)
+        }
+        var headers = HTTPHeaders()
+        bytes("A") { name in bytes("1") { headers.add(name: name, value: $0) } }
+        bytes("Connection") { name in bytes("close") { headers.addWithheld(name: name, value: $0) } }
+        // A fold after a withheld field extends that field, not the last live one.
+        bytes(", X-B") { headers.appendToLastValue($0) }
+        bytes("B") { name in bytes("2") { headers.add(name: name, value: $0) } }
+        bytes(" two") { headers.appendToLastValue($0) }
+        #expect(headers.count == 2)
+        #expect(headers == HTTPHeaders([("A", "1"), ("B", "2 two")]))
+        #expect(!headers.contains("connection"))
+        #expect(headers.map(\.name) == ["A", "B"])
+        var withheld: [String] = []
+        headers.forEachWithheldField { name, value in
+            withheld.append(String(decoding: name, as: UTF8.self) + ": " + String(decoding: value, as: UTF8.self))
+        }
+        #expect(withheld == ["Connection: close, X-B"])
+        headers.remove(name: "b")
+        #expect(headers == HTTPHeaders([("A", "1")]))
+        var after = 0
+        headers.forEachWithheldField { _, _ in after += 1 }
+        #expect(after == 1)
+        #expect(headers.encodedSizeBound >= "A: 1\r\n".utf8.count)
+    }
 }

@@ -93,6 +93,62 @@ struct UpstreamResponseParserTests {
         #expect(head.headers == HTTPHeaders([("X-Folded", "one two"), ("X-Kept", "yes")]))
     }
 
+    @Test func aFoldContinuesTheListItsFieldWentTo() throws {
+        // A control character folded into a relayed field drops that field.
+        let folded = try self.parse(["HTTP/1.1 200 OK", "X-Folded: one", " t\u{01}wo", "X-Kept: yes"])
+        #expect(folded.headers.map(\.name) == ["X-Kept"])
+        // A fold that continues a Connection field names fields too, before and after it.
+        let listed = try self.parse([
+            "HTTP/1.1 200 OK", "X-Before: 1", "Connection: close,", "  x-before, X-After", "X-After: 2", "X-Kept: yes",
+        ])
+        #expect(listed.headers.map(\.name) == ["X-Kept"])
+        // A fold that continues a framing field changes the framing read.
+        for (lines, problem) in [
+            (["Content-Length: 10", " ,20"], "the upstream's Content-Length is invalid or conflicting"),
+            (
+                ["Transfer-Encoding: chunked", "\t, gzip", "Content-Length: 3"],
+                "the upstream's transfer coding is not chunked"
+            ),
+            (["Content-Length: 10", " , 10"], nil),
+        ] {
+            var parser = UpstreamResponseParser()
+            for line in ["HTTP/1.1 200 OK"] + lines + [""] {
+                _ = parser.line(line + "\r\n")
+            }
+            #expect(parser.headComplete)
+            #expect(parser.framingProblem == problem, "\(lines)")
+        }
+    }
+
+    @Test func hopByHopValuesStayReadableUntilTheHead() {
+        var parser = UpstreamResponseParser()
+        parser.switchingProtocolsIsFinal = true
+        for line in ["HTTP/1.1 101 Switching Protocols", "Upgrade: websocket", "Connection: Upgrade", "upgrade: x"] {
+            #expect(parser.line(line + "\r\n") == .pending)
+        }
+        #expect(parser.line("\r\n") == .complete)
+        #expect(parser.value(of: "Upgrade") == "websocket, x")
+        #expect(parser.value(of: "connection") == "Upgrade")
+        #expect(parser.head(requestIsHead: false) { _ in nil }.headers.count == 0)
+    }
+
+    @Test func fieldNamesAreSortedAsTheHopByHopListSays() {
+        let dropped = [
+            "Connection", "keep-alive", "PROXY-AUTHENTICATE", "proxy-authorization", "Proxy-Connection", "TE",
+            "trailer", "Transfer-Encoding", "upgrade", "content-length",
+        ]
+        // Names of the same lengths that are not on the list.
+        let relayed = ["tx", "Updates", "locatio2", "Connectio", "connections", "content-lengths", "x", "Date"]
+        for name in dropped {
+            #expect(Array(name.utf8).withUnsafeBytes { !UpstreamResponseParser.FieldKind($0).isRelayed }, "\(name)")
+        }
+        for name in relayed + ["Location", "Content-Type", "keep-alivE2", "Proxy-Authenticatx"] {
+            #expect(Array(name.utf8).withUnsafeBytes { UpstreamResponseParser.FieldKind($0).isRelayed }, "\(name)")
+        }
+        #expect(Array("LOCATION".utf8).withUnsafeBytes { UpstreamResponseParser.FieldKind($0) } == .location)
+        #expect(Array("connection".utf8).withUnsafeBytes { UpstreamResponseParser.FieldKind($0) } == .connection)
+    }
+
     @Test func aLocationOnTheUpstreamsOriginIsRewrittenAndOthersAreRelayedAsTheyCame() throws {
         var parser = UpstreamResponseParser()
         for line in ["HTTP/1.1 302 Found\r\n", "Location: https://api.example.com/v3/x/y\r\n"] {
