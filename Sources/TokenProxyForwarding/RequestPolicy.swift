@@ -99,7 +99,7 @@ struct RequestPolicy: Sendable {
             guard self.isAllowed(authority: authority) else {
                 return ProxyError(.hostNotAllowed, "the request target's host is not an allowed host")
             }
-        } else if let host = head.headers.first("Host"), !self.isAllowed(authority: host) {
+        } else if let host = head.host, !self.isAllowed(authority: host) {
             return ProxyError(.hostNotAllowed, "Host '\(host)' is not in allowed_hosts")
         }
         if let error = self.checkBrowser(head, listener: listener) {

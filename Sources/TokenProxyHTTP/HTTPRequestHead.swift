@@ -52,6 +52,8 @@ package struct HTTPRequestHead: Sendable, Equatable {
     package var version: HTTPVersion
     /// The header fields in order.
     package var headers: HTTPHeaders
+    /// The first `Host` field's value, read once by the parser (which allows one only).
+    package var host: String?
     /// How the body is delimited.
     package var framing: RequestFraming
     /// Whether the client sent `Expect: 100-continue` on an HTTP/1.1 request.
@@ -66,7 +68,7 @@ package struct HTTPRequestHead: Sendable, Equatable {
         if case .absolute(let authority) = self.targetForm {
             return authority
         }
-        return self.headers.first("Host")
+        return self.host
     }
 
     /// Whether a response to this request carries no body (HEAD, RFC 9110 §9.3.2).

@@ -45,24 +45,22 @@ extension HTTPRequestParser {
         let headers = partial.headers
         let version = partial.version
 
+        // The fields that frame the request and its connection, read in one pass: each name
+        // is told by its length first, and values are read as bytes where they lie.
+        var fields = FramingFields()
+        headers.forEachField { name, value in fields.read(name, value) }
+
         // RFC 9112 §3.2: an HTTP/1.1 request carries exactly one Host; more is never valid.
-        var hosts = 0
-        var validHost = true
-        headers.forEachField { name, value in
-            guard HTTPHeaders.name(name, is: "host") else { return }
-            hosts += 1
-            validHost = validHost && HTTPGrammar.isValidHost(bytes: value)
-        }
-        if hosts > 1 || (version == .http1_1 && hosts != 1) {
+        if fields.hosts > 1 || (version == .http1_1 && fields.hosts != 1) {
             return self.fail(.badRequest, "an HTTP/1.1 request needs exactly one Host header")
         }
-        if !validHost {
+        if !fields.validHost {
             return self.fail(.badRequest, "invalid Host header")
         }
 
         var framing = RequestFraming.none
-        let contentLength = HTTPGrammar.contentLength(in: headers)
-        if headers.contains("Transfer-Encoding") {
+        let contentLength = fields.lengths.result
+        if fields.hasTransferEncoding {
             // RFC 9112 §6.1: HTTP/1.0 has no chunked coding; the framing is faulty.
             guard version == .http1_1 else {
                 return self.fail(.badRequest, "Transfer-Encoding in an HTTP/1.0 request")
@@ -71,7 +69,7 @@ extension HTTPRequestParser {
             guard contentLength == nil else {
                 return self.fail(.badRequest, "both Content-Length and Transfer-Encoding")
             }
-            guard headers.tokens("Transfer-Encoding") == ["chunked"] else {
+            guard fields.codings == 1, fields.onlyCodingIsChunked else {
                 return self.fail(.badRequest, "unsupported Transfer-Encoding (only chunked is accepted)")
             }
             framing = .chunked
@@ -85,16 +83,14 @@ extension HTTPRequestParser {
             }
         }
 
-        let connection = headers.tokens("Connection")
         let keepAlive: Bool
-        if connection.contains("close") {
+        if fields.connectionClose {
             keepAlive = false
         } else {
-            keepAlive = version == .http1_1 || connection.contains("keep-alive")
+            keepAlive = version == .http1_1 || fields.connectionKeepAlive
         }
         let expectsContinue =
-            version == .http1_1 && framing != .none && framing != .contentLength(0)
-            && headers.tokens("Expect").contains("100-continue")
+            version == .http1_1 && framing != .none && framing != .contentLength(0) && fields.expectsContinue
 
         let head = HTTPRequestHead(
             method: partial.method,
@@ -104,6 +100,7 @@ extension HTTPRequestParser {
             query: partial.query,
             version: version,
             headers: headers,
+            host: fields.host,
             framing: framing,
             expectsContinue: expectsContinue,
             keepAlive: keepAlive
@@ -124,5 +121,64 @@ extension HTTPRequestParser {
         self.state = .requestLine(leadingEmptyBytes: 0)
         self.scanned = 0
         self.chunkExtensionBytes = 0
+    }
+}
+
+/// What a request head's framing and connection fields say (Host, Content-Length,
+/// Transfer-Encoding, Connection, Expect), gathered field by field in one pass.
+struct FramingFields {
+    /// How many Host fields there are, and whether each is a valid host.
+    var hosts = 0
+    var validHost = true
+    /// The first Host field's value.
+    var host: String?
+    var lengths = HTTPGrammar.ContentLengthFields()
+    var hasTransferEncoding = false
+    /// How many transfer codings all Transfer-Encoding fields list, and whether the one they
+    /// list, when it is one, is `chunked`.
+    var codings = 0
+    var onlyCodingIsChunked = false
+    /// Whether a Connection field lists `close`, and `keep-alive`.
+    var connectionClose = false
+    var connectionKeepAlive = false
+    /// Whether an Expect field lists `100-continue`.
+    var expectsContinue = false
+
+    mutating func read(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+        switch name.count {
+        case 4 where HTTPHeaders.name(name, is: "host"):
+            self.hosts += 1
+            self.validHost = self.validHost && HTTPGrammar.isValidHost(bytes: value)
+            if self.host == nil {
+                self.host = String(decoding: value, as: UTF8.self)
+            }
+        case 6 where HTTPHeaders.name(name, is: "expect"):
+            HTTPGrammar.forEachListElement(value) { element in
+                if Self.element(element, is: "100-continue") { self.expectsContinue = true }
+            }
+        case 10 where HTTPHeaders.name(name, is: "connection"):
+            HTTPGrammar.forEachListElement(value) { element in
+                if Self.element(element, is: "close") {
+                    self.connectionClose = true
+                } else if Self.element(element, is: "keep-alive") {
+                    self.connectionKeepAlive = true
+                }
+            }
+        case 14 where HTTPHeaders.name(name, is: "content-length"):
+            self.lengths.read(value)
+        case 17 where HTTPHeaders.name(name, is: "transfer-encoding"):
+            self.hasTransferEncoding = true
+            HTTPGrammar.forEachListElement(value) { element in
+                self.codings += 1
+                self.onlyCodingIsChunked = Self.element(element, is: "chunked")
+            }
+        default:
+            break
+        }
+    }
+
+    /// Whether a list element is the lowercase literal `literal`, ignoring ASCII case.
+    private static func element(_ element: UnsafeBufferPointer<UInt8>, is literal: StaticString) -> Bool {
+        HTTPHeaders.name(element, is: literal)
     }
 }

@@ -126,6 +126,42 @@ struct HTTPRequestParserTests {
         #expect(!closing.keepAlive)
     }
 
+    @Test(arguments: [
+        // Transfer codings: only `chunked`, alone, in any case; empty list elements are skipped.
+        ("Transfer-Encoding: Chunked", true),
+        ("Transfer-Encoding: , chunked ,", true),
+        ("Transfer-Encoding: chunked, chunked", false),
+        ("Transfer-Encoding: gzip, chunked", false),
+        ("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked", false),
+        ("Transfer-Encoding: chunkedx", false),
+        ("Transfer-Encoding: chunked\r\nContent-Length: 3", false),
+    ])
+    func transferCodingsAreReadAcrossFields(fields: String, accepted: Bool) throws {
+        let events = ParserDriver.run("POST / HTTP/1.1\r\nHost: a\r\n\(fields)\r\n\r\n0\r\n\r\n")
+        #expect((head(events)?.framing == .chunked) == accepted, "\(fields)")
+    }
+
+    @Test func connectionExpectAndHostAreReadFromTheirFields() throws {
+        let listed = try #require(
+            head(ParserDriver.run("GET / HTTP/1.0\r\nConnection: TE, Keep-Alive\r\nConnection: x\r\n\r\n"))
+        )
+        #expect(listed.keepAlive)
+        #expect(listed.host == nil)
+        let both = try #require(
+            head(ParserDriver.run("GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, CLOSE\r\n\r\n"))
+        )
+        #expect(!both.keepAlive)
+        #expect(both.host == "a")
+        #expect(both.authority == "a")
+        let expecting = try #require(
+            head(ParserDriver.run("PUT / HTTP/1.1\r\nHost: b:8\r\nExpect: 100-Continue\r\nContent-Length: 3\r\n\r\n"))
+        )
+        #expect(expecting.expectsContinue)
+        #expect(expecting.host == "b:8")
+        #expect(head(ParserDriver.run("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n")) == nil)
+        #expect(head(ParserDriver.run("GET / HTTP/1.1\r\nHost: a b\r\n\r\n")) == nil)
+    }
+
     @Test func expectContinueOnlyWithABody() throws {
         let withBody = try #require(
             head(ParserDriver.run("PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n"))
