@@ -163,6 +163,23 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
         self.appendRecord(name: name, value: value, flag: Self.withheld)
     }
 
+    /// Calls `body` with each field's name and value bytes, live and withheld alike, in the
+    /// order they were added; the buffers are valid during the call only.
+    package func forEachFieldIncludingWithheld(
+        _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void
+    ) {
+        self.bytes.withUnsafeBufferPointer { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let (record, _) = Self.record(at: offset, in: buffer)
+                if buffer[offset] != Self.removed {
+                    body(record.name(in: buffer), record.value(in: buffer))
+                }
+                offset = record.end
+            }
+        }
+    }
+
     /// Calls `body` with each withheld field's name and value bytes, in order; the buffers are
     /// valid during the call only.
     package func forEachWithheldField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
@@ -261,20 +278,22 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     ) {
         var removed = 0
         var lastRemoved = false
+        let last = self.lastRecord
         self.bytes.withUnsafeMutableBufferPointer { buffer in
             let readable = UnsafeBufferPointer(buffer)
             Self.forEachLive(in: readable) { record in
-                lastRemoved = shouldRemove(record.name(in: readable), record.value(in: readable))
-                if lastRemoved {
+                if shouldRemove(record.name(in: readable), record.value(in: readable)) {
                     buffer[record.start] = Self.removed
                     removed += 1
+                    lastRemoved = lastRemoved || record.start == last
                 }
             }
         }
         guard removed > 0 else { return }
         self.liveCount -= removed
-        if lastRemoved || self.liveCount == 0 {
-            // The last live field is no longer the buffer's last record.
+        if lastRemoved {
+            // The last field added is gone: a fold goes to the last live one
+            // (``appendToLastValue(_:)``). A withheld field that ends the buffer stays the last.
             self.lastRecord = nil
         }
     }

@@ -246,6 +246,8 @@ struct UpstreamResponseParser: Sendable {
         // Handed over whole: the hop-by-hop and framing fields were withheld as they came.
         var headers = self.fields
         self.fields = HTTPHeaders()
+        // The fields are handed over: a fold line after this continues none.
+        self.lastFieldWithheld = nil
         if !self.listed.isEmpty || self.foldedIntoRelayed {
             // Fields a Connection field named, or one a fold made invalid. Each field is looked
             // up in the set by hash, so a head of many fields with a long list costs their
@@ -278,15 +280,12 @@ struct UpstreamResponseParser: Sendable {
     /// list (RFC 9110 §5.3); nil when there is none.
     func value(of name: String) -> String? {
         var values: [String] = []
-        // A name's fields are all relayed or all withheld, except those whose value was
-        // refused: the two are read in turn, which keeps their order for a valid name.
-        let collect = { (field: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) in
+        // Relayed and withheld alike, in the order they came.
+        self.fields.forEachFieldIncludingWithheld { field, value in
             if HTTPHeaders.name(field, equals: name) {
                 values.append(String(decoding: value, as: UTF8.self))
             }
         }
-        self.fields.forEachField(collect)
-        self.fields.forEachWithheldField(collect)
         return values.isEmpty ? nil : values.joined(separator: ", ")
     }
 

@@ -151,4 +151,29 @@ struct HTTPHeadersTests {
         #expect(after == 1)
         #expect(headers.encodedSizeBound >= "A: 1\r\n".utf8.count)
     }
+
+    @Test func removingLiveFieldsLeavesAWithheldLastFieldTheOneAFoldContinues() {
+        func bytes(_ text: String, _ body: (UnsafeRawBufferPointer) -> Void) {
+            Array(text.utf8).withUnsafeBytes(body)
+        }
+        for removed in [["a"], ["b"], ["a", "b"]] {
+            var headers = HTTPHeaders([("A", "1"), ("B", "2")])
+            bytes("W") { name in bytes("w") { headers.addWithheld(name: name, value: $0) } }
+            for name in removed { headers.remove(name: name) }
+            bytes(" more") { headers.appendToLastValue($0) }
+            var seen: [String] = []
+            headers.forEachFieldIncludingWithheld { name, value in
+                seen.append(String(decoding: name, as: UTF8.self) + "=" + String(decoding: value, as: UTF8.self))
+            }
+            let kept = [("A", "a"), ("B", "b")].filter { !removed.contains($0.1) }.map {
+                "\($0.0)=\($0.0 == "A" ? 1 : 2)"
+            }
+            #expect(seen == kept + ["W=w more"], "\(removed)")
+        }
+        // With the last field added removed, a fold continues the last live one.
+        var headers = HTTPHeaders([("A", "1"), ("B", "2")])
+        headers.remove(name: "b")
+        bytes(" more") { headers.appendToLastValue($0) }
+        #expect(headers == HTTPHeaders([("A", "1 more")]))
+    }
 }

@@ -158,6 +158,13 @@ struct HTTPRequestParserTests {
         )
         #expect(expecting.expectsContinue)
         #expect(expecting.host == "b:8")
+        // List elements are tokens, compared as ASCII bytes (RFC 9110 §5.6.2): a Kelvin sign is
+        // not a `k`.
+        let kelvin = try #require(head(ParserDriver.run("GET / HTTP/1.0\r\nConnection: \u{212A}eep-alive\r\n\r\n")))
+        #expect(!kelvin.keepAlive)
+        #expect(
+            head(ParserDriver.run("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chun\u{212A}ed\r\n\r\n")) == nil
+        )
         #expect(head(ParserDriver.run("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n")) == nil)
         #expect(head(ParserDriver.run("GET / HTTP/1.1\r\nHost: a b\r\n\r\n")) == nil)
     }

@@ -15,6 +15,28 @@ struct ResponseEncoderTests {
         return (String(decoding: bytes, as: UTF8.self), keep, encoder)
     }
 
+    @Test func aHeadIsWrittenWithinItsFieldsBoundWhateverTheirRecordsHold() {
+        // Removed and withheld records, a record over 1 KiB, one-byte fields (the tightest
+        // record against its line) and a value grown by a fold: the head is written within the
+        // bound and holds exactly the live fields.
+        var headers = HTTPHeaders([("A", ""), ("B", "1"), ("Gone", "x"), ("Long", String(repeating: "v", count: 1500))])
+        Array("Connection".utf8).withUnsafeBytes { name in
+            Array("close".utf8).withUnsafeBytes { headers.addWithheld(name: name, value: $0) }
+        }
+        Array(", more".utf8).withUnsafeBytes { headers.appendToLastValue($0) }
+        headers.add(name: "C", value: "")
+        headers.remove(name: "gone")
+        var head = HTTPResponseHead(status: 299, reason: "", headers: headers, contentLength: 0)
+        head.fieldsChecked = true
+        let (text, _, _) = self.encode(head, version: .http1_0)
+        let long = String(repeating: "v", count: 1500)
+        #expect(
+            text == "HTTP/1.1 299 \r\nA: \r\nB: 1\r\nLong: \(long)\r\nC: \r\nContent-Length: 0\r\n"
+                + "Connection: keep-alive\r\n\r\n"
+        )
+        #expect(text.utf8.count <= headers.encodedSizeBound + "HTTP/1.1 299 \r\n".utf8.count + 64)
+    }
+
     @Test func knownLengthUsesContentLength() {
         var (text, keep, encoder) = self.encode(HTTPResponseHead(status: 200, contentLength: 5))
         #expect(text == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n")
