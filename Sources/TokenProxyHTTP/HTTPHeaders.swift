@@ -25,7 +25,7 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     private static let live: UInt8 = 0
     private static let removed: UInt8 = 1
     /// A field its producer keeps beside the list but out of it (``addWithheld(name:value:)``):
-    /// only ``forEachWithheldField(_:)`` sees it.
+    /// only ``forEachWithheldField(_:)`` and ``forEachFieldIncludingWithheld(_:)`` see it.
     private static let withheld: UInt8 = 2
 
     /// The fields' records, back to back. A removed field's record stays in the buffer,
@@ -156,7 +156,7 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
 
     /// Keeps a field in the buffer that is not part of the list: no reader of the list sees it
     /// (its count, look-ups, iteration, equality, an encoder), only
-    /// ``forEachWithheldField(_:)``. A response parser keeps the hop-by-hop and framing fields
+    /// ``forEachWithheldField(_:)`` and ``forEachFieldIncludingWithheld(_:)``. A response parser keeps the hop-by-hop and framing fields
     /// it reads but does not relay so, in the one buffer of the head, with no second
     /// allocation. An obs-fold right after it extends it (``appendToLastValue(_:)``).
     package mutating func addWithheld(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
