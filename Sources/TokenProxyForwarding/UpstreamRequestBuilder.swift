@@ -40,9 +40,24 @@ enum UpstreamRequestBuilder {
         // §7.6.1), the route's `remove_headers`, the proxy's own fields (the `require_header`
         // secret), the client's credential header where the proxy sets it, path overrides,
         // and `X-Forwarded-*`, set again below.
-        var named = head.headers.tokens("Connection")
-        named += route.removeHeaders
-        named += match.withheldHeaders
+        // Which of the client's fields this needs by name, found in one pass first: most
+        // requests have no Connection or X-Forwarded-For field, and then no list is made.
+        var hasConnection = false
+        var hasForwardedFor = false
+        head.headers.forEachField { name, _ in
+            if name.count == 10 {
+                hasConnection = hasConnection || HTTPHeaders.name(name, is: "connection")
+            } else if name.count == 15 {
+                hasForwardedFor = hasForwardedFor || HTTPHeaders.name(name, is: "x-forwarded-for")
+            }
+        }
+        var named = hasConnection ? head.headers.tokens("Connection") : []
+        if !route.removeHeaders.isEmpty {
+            named += route.removeHeaders
+        }
+        if !match.withheldHeaders.isEmpty {
+            named += match.withheldHeaders
+        }
         // The credential header is matched on its own rather than appended to `named`, which
         // would copy that list for every request.
         var credentialHeader: String?
@@ -57,11 +72,11 @@ enum UpstreamRequestBuilder {
                 || Self.pathOverrides.contains(name)
                 || credentialHeader.map { HTTPHeaders.name(name, equals: $0) } == true
                 || (replacesProof && Self.proof.contains(name))
-                || named.contains { HTTPHeaders.name(name, equals: $0) }
+                || (!named.isEmpty && named.contains { HTTPHeaders.name(name, equals: $0) })
         }
 
         // X-Forwarded-For accumulates; Proto and Host describe this hop only.
-        let forwardedFor = head.headers.values("X-Forwarded-For").joined(separator: ", ")
+        let forwardedFor = hasForwardedFor ? head.headers.values("X-Forwarded-For").joined(separator: ", ") : ""
         // A client on a Unix socket has no address; RFC 7239 §6.3 names such a node `unknown`.
         let client = clientAddress == "unix" ? "unknown" : clientAddress
         headers.add(name: "X-Forwarded-For", value: forwardedFor.isEmpty ? client : "\(forwardedFor), \(client)")

@@ -22,6 +22,19 @@ struct ForwardingTests {
         #expect(seen.headers.first("X-Forwarded-Host") == "localhost")
     }
 
+    @Test func forwardedForAccumulatesTheClientsFieldsInOrder() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send(
+            "GET /api/echo HTTP/1.1\r\nHost: localhost\r\nX-Forwarded-For: 10.0.0.1\r\nx-forwarded-for: 10.0.0.2\r\n"
+                + "X-Forwarded-Host: evil\r\n\r\n"
+        )
+        #expect(try client.readResponse().status == 200)
+        let seen = try #require(fixture.upstream.requests.last)
+        #expect(seen.headers.values("X-Forwarded-For") == ["10.0.0.1, 10.0.0.2, 127.0.0.1"])
+        #expect(seen.headers.values("X-Forwarded-Host") == ["localhost"])
+    }
+
     @Test func emptyAndLongFieldValuesArriveAsSent() throws {
         let fixture = try ForwardingFixture()
         let client = try fixture.client()
