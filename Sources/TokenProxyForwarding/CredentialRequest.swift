@@ -34,14 +34,33 @@ struct CredentialRequest {
         case .success(let token):
             switch self.header(for: token) {
             case .success(let header):
-                let fetched = token.obtainedAt.map { $0 >= self.requestStart } ?? false
-                return .success(Credential(token: token, header: header, fetchedForRequest: fetched))
+                return .success(
+                    Credential(
+                        token: token,
+                        header: header,
+                        fetchedForRequest: token.obtained(since: self.requestStart)
+                    )
+                )
             case .failure(let error):
                 return .failure(self.logged(error))
             }
         case .failure(let error):
             return .failure(self.logged(error))
         }
+    }
+
+    /// The credential of a token formatted into its header, for a provider that neither
+    /// signs requests nor binds its tokens to a DPoP key: it needs nothing of the request.
+    /// Nil for any other case, and for a failure, which ``credential(from:)`` makes and logs.
+    static func formatted(
+        _ result: Result<AccessToken, ProxyError>,
+        entry: CredentialRegistry.Entry,
+        requestStart: ContinuousClock.Instant
+    ) -> Credential? {
+        guard case .success(let token) = result, entry.requestAuthorizer == nil, token.binding == nil,
+            case .success(let header) = entry.header(for: token)
+        else { return nil }
+        return Credential(token: token, header: header, fetchedForRequest: token.obtained(since: requestStart))
     }
 
     /// `error` for this request's route, logged.
@@ -82,5 +101,12 @@ struct CredentialRequest {
             }
         }
         return self.entry.header(for: token)
+    }
+}
+
+extension AccessToken {
+    /// Whether the token was obtained at or after `start` (fetched while a request waited).
+    fileprivate func obtained(since start: ContinuousClock.Instant) -> Bool {
+        self.obtainedAt.map { $0 >= start } ?? false
     }
 }

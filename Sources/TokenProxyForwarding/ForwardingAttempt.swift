@@ -211,6 +211,14 @@ final class ForwardingAttempt {
         formBody: [UInt8]?
     ) {
         guard let exchange = self.exchange, !exchange.isComplete else { return }
+        // The usual case, a token formatted into its header, is taken without describing the
+        // request, which copies the method, the URL and the logger.
+        if let credential = CredentialRequest.formatted(result, entry: entry, requestStart: exchange.startTime) {
+            self.token = credential.token
+            self.credential = credential.header
+            self.perform(self.machine.credentialObtained(fetchedForRequest: credential.fetchedForRequest))
+            return
+        }
         let request = CredentialRequest(
             entry: entry,
             method: exchange.head.method,

@@ -22,6 +22,16 @@ struct ForwardingTests {
         #expect(seen.headers.first("X-Forwarded-Host") == "localhost")
     }
 
+    @Test func aTokenThatCannotBeSentIsAnsweredNotForwarded() throws {
+        let fixture = try ForwardingFixture(provider: #"{"grant": "static", "token": "key\u0001x"}"#)
+        let client = try fixture.client()
+        try client.send("GET /api/echo HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 502)
+        #expect(String(decoding: response.body, as: UTF8.self).contains("token_unavailable"))
+        #expect(fixture.upstream.requests.isEmpty)
+    }
+
     @Test func forwardedForAccumulatesTheClientsFieldsInOrder() throws {
         let fixture = try ForwardingFixture()
         let client = try fixture.client()
