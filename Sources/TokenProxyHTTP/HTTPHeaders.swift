@@ -73,10 +73,19 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
 
     /// Calls `body` with each record flagged `flag`, in order.
     private static func forEach(flagged flag: UInt8, in buffer: UnsafeBufferPointer<UInt8>, _ body: (Record) -> Void) {
+        Self.forEach(in: buffer, where: { $0 == flag }, body)
+    }
+
+    /// Calls `body` with each record whose flag `selected` accepts, in order.
+    private static func forEach(
+        in buffer: UnsafeBufferPointer<UInt8>,
+        where selected: (UInt8) -> Bool,
+        _ body: (Record) -> Void
+    ) {
         var offset = 0
         while offset < buffer.count {
             let (record, _) = Self.record(at: offset, in: buffer)
-            if buffer[offset] == flag {
+            if selected(buffer[offset]) {
                 body(record)
             }
             offset = record.end
@@ -169,13 +178,8 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
         _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void
     ) {
         self.bytes.withUnsafeBufferPointer { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let (record, _) = Self.record(at: offset, in: buffer)
-                if buffer[offset] != Self.removed {
-                    body(record.name(in: buffer), record.value(in: buffer))
-                }
-                offset = record.end
+            Self.forEach(in: buffer, where: { $0 != Self.removed }) { record in
+                body(record.name(in: buffer), record.value(in: buffer))
             }
         }
     }
