@@ -5,18 +5,19 @@ import TokenProxyServer
 /// from its ``ForwardingOutcome`` a replay after a 401, a resend after a lost reused
 /// connection, and an upstream failure.
 enum ExchangeMetrics {
-    /// Records `exchange`, which has just ended with `outcome`, under `route` (a configured
-    /// route's name or one of the fixed labels of ``ProxyMetrics``).
+    /// Records `exchange`, which has just ended with `outcome`, in `series` (a configured
+    /// route's or one of the fixed labels of ``ProxyMetrics``).
     static func record(
         _ exchange: HTTPExchange,
         outcome: ForwardingOutcome,
-        route: String,
+        series: ProxyMetrics.RouteSeries,
         in metrics: ProxyMetrics
     ) {
+        let route = series.route
         // A tunnel's life is its two sides' to decide, minutes or hours: it is counted (status
         // 1xx) but kept out of the request-duration histogram, whose latency it would swamp.
         let duration: Duration? = exchange.isTunnel ? nil : .now - exchange.startTime
-        metrics.requestFinished(route: route, status: exchange.responseStatus, duration: duration)
+        series.requestFinished(status: exchange.responseStatus, duration: duration)
         if outcome.replayed {
             metrics.replayed(route: route)
         }

@@ -249,7 +249,6 @@ extension ForwardingAttempt {
         body: ForwardingStateMachine.Body,
         exchange: HTTPExchange
     ) {
-        let route = self.match.route
         let request = UpstreamRequestBuilder.build(
             head: exchange.head,
             match: self.match,
@@ -258,9 +257,11 @@ extension ForwardingAttempt {
             clientAddress: exchange.remoteAddress
         )
         let options: CurlTransfer.Options
-        switch route.upstreamOptions(
+        // The route is read where it is kept, not copied.
+        switch self.match.route.upstreamOptions(
             limits: self.limits,
             provider: self.entry?.certifyingConfiguration,
+            fixed: self.match.fixedConnection,
             idleTimeout: self.limits.upstreamIdleSeconds,
             // The upstream may have acted on a request whose connection closed before any
             // answer: libcurl must not send one that is not idempotent again by itself.
@@ -282,8 +283,8 @@ extension ForwardingAttempt {
                 match: self.match,
                 base: self.base
             ),
-            route: route.name,
-            provider: route.provider
+            route: self.match.route.name,
+            provider: self.match.route.provider
         )
         self.transfer = transfer
         switch body {

@@ -26,9 +26,6 @@ package final class ProxyHandler: HTTPExchangeHandler {
         /// The separate admin listener, an origin of its own (the proxy listener's when the
         /// admin endpoints live under a path prefix).
         let adminListener: RequestPolicy.Listener
-        /// The handler's logger with each route's name attached, made once per configuration
-        /// rather than once per request.
-        let routeLoggers: [String: Logger]
 
         init(
             configuration: ProxyConfiguration,
@@ -36,8 +33,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
             policy: RequestPolicy,
             admin: AdminEndpoints,
             adminPrefix: String?,
-            listeners: (proxy: RequestPolicy.Listener, admin: RequestPolicy.Listener),
-            routeLoggers: [String: Logger]
+            listeners: (proxy: RequestPolicy.Listener, admin: RequestPolicy.Listener)
         ) {
             self.configuration = configuration
             self.router = router
@@ -46,7 +42,6 @@ package final class ProxyHandler: HTTPExchangeHandler {
             self.adminPrefix = adminPrefix
             self.proxyListener = listeners.proxy
             self.adminListener = listeners.admin
-            self.routeLoggers = routeLoggers
         }
     }
 
@@ -133,19 +128,18 @@ package final class ProxyHandler: HTTPExchangeHandler {
         if case .pathPrefix(let prefix) = configuration.admin {
             adminPrefix = prefix
         }
-        var routeLoggers: [String: Logger] = [:]
-        for route in configuration.routes {
-            var routeLogger = logger
-            routeLogger[metadataKey: "route"] = "\(route.name)"
-            routeLoggers[route.name] = routeLogger
-        }
         return Snapshot(
             configuration: configuration,
             // The `require_header` secret is the proxy's own: it never goes upstream.
             router: Router(
                 routes: configuration.routes,
                 withheldHeaders: configuration.requireHeader.map { [$0.name] } ?? []
-            ),
+            ) { route in
+                // Made once per configuration rather than looked up by name per request.
+                var routeLogger = logger
+                routeLogger[metadataKey: "route"] = "\(route.name)"
+                return RouteServices(logger: routeLogger, metrics: metrics.series(forRoute: route.name))
+            },
             policy: RequestPolicy(allowedHosts: configuration.allowedHosts, requireHeader: configuration.requireHeader),
             admin: AdminEndpoints(
                 configuration: configuration,
@@ -155,8 +149,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
                 metrics: metrics
             ),
             adminPrefix: adminPrefix,
-            listeners: listeners,
-            routeLoggers: routeLoggers
+            listeners: listeners
         )
     }
 
@@ -202,7 +195,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
             return
         }
         let route = match.route
-        let logger = snapshot.routeLoggers[route.name] ?? self.logger
+        let services = match.services
         if route.incomingAuthorization == .reject {
             // The credential header is the provider's (`header`), Authorization by default.
             let credentialHeader =
@@ -219,8 +212,8 @@ package final class ProxyHandler: HTTPExchangeHandler {
                 return
             }
         }
-        let record = self.logAccess(exchange, route: route.name)
-        self.forwarder.forward(exchange, along: match, record: record, logger: logger)
+        let record = self.logAccess(exchange, route: route.name, series: services?.metrics)
+        self.forwarder.forward(exchange, along: match, record: record, logger: services?.logger ?? self.logger)
     }
 
     /// Serves one exchange on a separate admin listener, where endpoints sit at the root.
@@ -276,20 +269,25 @@ package final class ProxyHandler: HTTPExchangeHandler {
         )
     }
 
-    /// Counts the exchange in the metrics (under `metricsRoute`, by default `route`) and writes
-    /// the access-log line when it ends (`docs/reference/log-fields.md`). The query is never
-    /// logged: it may carry keys. An answer the proxy made itself brings its `error` code (and
+    /// Counts the exchange in the metrics (in `series`, the route's as the router keeps it, else
+    /// under `metricsRoute`, by default `route`) and writes the access-log line when it ends
+    /// (`docs/reference/log-fields.md`). The query is never logged: it may carry keys. An answer the proxy made itself brings its `error` code (and
     /// for a 502 or 504 its `reason`) in the exchange's log fields (``HTTPExchange/respond(_:)``);
     /// how the request went upstream comes from the ``ForwardingOutcome`` the forwarder leaves
     /// in the returned record.
     @discardableResult
-    private func logAccess(_ exchange: HTTPExchange, route: String, metricsRoute: String? = nil) -> ForwardingRecord {
+    private func logAccess(
+        _ exchange: HTTPExchange,
+        route: String,
+        metricsRoute: String? = nil,
+        series: ProxyMetrics.RouteSeries? = nil
+    ) -> ForwardingRecord {
         let record = ForwardingRecord(
             report: AccessReport(
                 logger: self.logger,
                 metrics: self.metrics,
                 route: route,
-                metricsRoute: metricsRoute ?? route,
+                series: series ?? self.metrics.series(forRoute: metricsRoute ?? route),
                 logs: self.logger.logLevel <= .info
             )
         )
@@ -324,8 +322,8 @@ struct AccessReport {
     let metrics: ProxyMetrics
     /// The route named on the access line.
     let route: String
-    /// The route the metrics count the request under.
-    let metricsRoute: String
+    /// The series the metrics count the request in (its route is the `route` label).
+    let series: ProxyMetrics.RouteSeries
     /// Whether access lines are written at the logger's level.
     let logs: Bool
 }
@@ -334,7 +332,7 @@ extension ForwardingRecord: HTTPExchangeObserver {
     /// Records the metrics and writes the access line (`docs/reference/log-fields.md`).
     package func exchangeCompleted(_ exchange: HTTPExchange, finished: Bool) {
         let report = self.report
-        ExchangeMetrics.record(exchange, outcome: self.outcome, route: report.metricsRoute, in: report.metrics)
+        ExchangeMetrics.record(exchange, outcome: self.outcome, series: report.series, in: report.metrics)
         guard report.logs else { return }
         var metadata: Logger.Metadata = [
             "method": "\(exchange.head.method)",

@@ -11,6 +11,17 @@ struct RequestPolicy: Sendable {
     private struct AllowedHost: Sendable, Equatable {
         var host: String
         var port: String?
+        /// The lowercased host's bytes and the port's, for a request's authority compared
+        /// where it lies.
+        var hostBytes: [UInt8]
+        var portBytes: [UInt8]?
+
+        init(host: String, port: String?) {
+            self.host = host
+            self.port = port
+            self.hostBytes = Array(host.utf8)
+            self.portBytes = port.map { Array($0.utf8) }
+        }
     }
 
     private let allowedHosts: [AllowedHost]?
@@ -31,9 +42,23 @@ struct RequestPolicy: Sendable {
 
     /// Whether `authority` (`host[:port]`) is an allowed host.
     func isAllowed(authority: String) -> Bool {
-        guard self.allowedHosts != nil else { return true }
-        let (host, port) = HostName.normalize(authority)
-        return self.isAllowed(host: host, port: port)
+        guard let allowedHosts = self.allowedHosts else { return true }
+        // Compared in the authority's own bytes, with no String made. The allowed hosts were
+        // lowercased; a host is compared without ASCII case, which is all a host name has
+        // (RFC 3986 §3.2.2: a reg-name outside ASCII comes percent-encoded or as an IDNA
+        // A-label).
+        var authority = authority
+        return authority.withUTF8 { bytes in
+            let (hostRange, portRange) = HostName.split(bytes)
+            let host = UnsafeBufferPointer(rebasing: bytes[hostRange])
+            return allowedHosts.contains { allowed in
+                let sameHost = allowed.hostBytes.withUnsafeBufferPointer { ASCII.equalsIgnoringCase(host, $0) }
+                guard sameHost else { return false }
+                guard let allowedPort = allowed.portBytes else { return true }
+                guard let portRange else { return false }
+                return UnsafeBufferPointer(rebasing: bytes[portRange]).elementsEqual(allowedPort)
+            }
+        }
     }
 
     /// Whether the normalized `host` with `port` (nil when none was given) is allowed.

@@ -10,14 +10,28 @@ extension RouteConfiguration {
     /// now (a rotated key takes effect at the next request); one that cannot be read fails
     /// the request with 502 `upstream_unreachable`. A route without its own `client_cert`
     /// presents its `provider`'s, when that has one (RFC 8705 §3: the provider's tokens are
-    /// bound to it), read now as well.
+    /// bound to it), read now as well. `fixed` is ``fixedConnection``, made once for the route,
+    /// used when nothing is to be read.
     func upstreamOptions(
         limits: Limits,
         provider: ProviderConfiguration? = nil,
+        fixed: CurlRequestSetup.Connection? = nil,
         idleTimeout: Double? = nil,
         resendable: Bool = true,
         freshConnection: Bool = false
     ) -> Result<CurlRequestSetup.Options, ProxyError> {
+        if let fixed, self.clientKey == nil, self.clientCert != nil || provider == nil {
+            return .success(
+                CurlRequestSetup.Options(
+                    connection: fixed,
+                    connectTimeout: limits.upstreamConnectTimeoutSeconds,
+                    firstByteTimeout: self.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds,
+                    idleTimeout: idleTimeout,
+                    resendable: resendable,
+                    freshConnection: freshConnection
+                )
+            )
+        }
         let clientKey: String?
         do {
             clientKey = try self.clientKey?.resolve()
@@ -54,6 +68,20 @@ extension RouteConfiguration {
                 resendable: resendable,
                 freshConnection: freshConnection
             )
+        )
+    }
+
+    /// The connection settings of a route that reads no secret per request (no `client_key`),
+    /// for ``upstreamOptions(limits:provider:fixed:idleTimeout:resendable:freshConnection:)``
+    /// to share between its requests; nil for a route that does. A provider's client
+    /// certificate is read per request in any case.
+    var fixedConnection: CurlRequestSetup.Connection? {
+        guard self.clientKey == nil else { return nil }
+        return CurlRequestSetup.Connection(
+            allowPlainHTTP: self.allowInsecureUpstream || self.provider == nil,
+            caFile: self.caFile,
+            clientCertificate: self.clientCert,
+            clientKeyPEM: nil
         )
     }
 }

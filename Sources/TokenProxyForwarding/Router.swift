@@ -1,4 +1,6 @@
+import Logging
 import TokenProxyConfiguration
+import TokenProxyMetrics
 import TokenProxyUpstream
 
 /// Chooses the route for a request: the longest matching path prefix wins, matching whole
@@ -20,6 +22,12 @@ package struct Router: Sendable {
         }
         /// The route's upstream base, parsed once when the router was built.
         var base: Result<UpstreamURL.Base, UpstreamURL.Failure> { self.entry.base }
+        /// The route's connection settings when they are fixed, made once when the router was
+        /// built (``RouteConfiguration/fixedConnection``).
+        var fixedConnection: CurlRequestSetup.Connection? { self.entry.fixedConnection }
+        /// The route's logger and metrics series, resolved once when the router was built;
+        /// nil for a router built without them.
+        var services: RouteServices? { self.entry.services }
         /// The request path with the prefix removed when `strip_prefix` is set (possibly
         /// empty), else the whole path.
         let upstreamPath: String
@@ -30,7 +38,7 @@ package struct Router: Sendable {
         /// A match of `route` forwarding to `upstreamPath`.
         init(route: RouteConfiguration, upstreamPath: String, withheldHeaders: [String] = []) {
             self.init(
-                entry: Entry(route: route, prefix: "", host: nil),
+                entry: Entry(route: route, prefix: "", host: nil, services: nil),
                 upstreamPath: upstreamPath,
                 withheldHeaders: withheldHeaders
             )
@@ -59,12 +67,16 @@ package struct Router: Sendable {
         let host: String?
         /// The upstream's base, or why it is not a usable one.
         let base: Result<UpstreamURL.Base, UpstreamURL.Failure>
+        let fixedConnection: CurlRequestSetup.Connection?
+        let services: RouteServices?
 
-        init(route: RouteConfiguration, prefix: String, host: String?) {
+        init(route: RouteConfiguration, prefix: String, host: String?, services: RouteServices?) {
             self.route = route
             self.prefix = prefix
             self.host = host
             self.base = Result { () throws(UpstreamURL.Failure) in try UpstreamURL.parseBase(route.upstream) }
+            self.fixedConnection = route.fixedConnection
+            self.services = services
         }
     }
 
@@ -74,15 +86,21 @@ package struct Router: Sendable {
     private let matchesHosts: Bool
 
     /// Builds the lookup order from routes in config order; `withheldHeaders` are the proxy's
-    /// own fields, never forwarded on any route.
-    init(routes: [RouteConfiguration], withheldHeaders: [String] = []) {
+    /// own fields, never forwarded on any route; `services` gives each route's logger and
+    /// metrics series, kept with it for its requests.
+    init(
+        routes: [RouteConfiguration],
+        withheldHeaders: [String] = [],
+        services: (RouteConfiguration) -> RouteServices? = { _ in nil }
+    ) {
         self.withheldHeaders = withheldHeaders
         let entries = routes.enumerated().map { index, route -> (Int, Entry) in
             var prefix = route.pathPrefix
             while prefix.hasSuffix("/") {
                 prefix.removeLast()
             }
-            return (index, Entry(route: route, prefix: prefix, host: route.host.map { HostName.normalize($0).host }))
+            let host = route.host.map { HostName.normalize($0).host }
+            return (index, Entry(route: route, prefix: prefix, host: host, services: services(route)))
         }
         self.entries = entries.sorted { a, b in
             if a.1.prefix.utf8.count != b.1.prefix.utf8.count {
@@ -118,4 +136,13 @@ package struct Router: Sendable {
         let rest = path.utf8.dropFirst(prefix.utf8.count)
         return rest.isEmpty || rest.first == UInt8(ascii: "/")
     }
+}
+
+/// What every request of one route reports to, resolved once per configuration rather than
+/// looked up by the route's name per request.
+struct RouteServices: Sendable {
+    /// The handler's logger with the route's name attached.
+    let logger: Logger
+    /// The route's series of the request metrics.
+    let metrics: ProxyMetrics.RouteSeries
 }

@@ -28,11 +28,12 @@ enum UpstreamRequestBuilder {
         credential: CredentialHeader?,
         clientAddress: String
     ) -> UpstreamRequest {
-        let route = match.route
+        // The route's fields are read where the router keeps them: a copy of the whole route
+        // would retain each of its strings and lists.
         var headers = head.headers
         // One copy with room for what is added below (forwarding fields, Host, the route's
         // fields, the credential).
-        headers.reserveCapacity(headers.count + route.addHeaders.count + 5)
+        headers.reserveCapacity(headers.count + match.route.addHeaders.count + 5)
 
         // One pass removes what never goes upstream as the client sent it: hop-by-hop and
         // framing fields, the fields the client's Connection header names (processed before
@@ -52,8 +53,8 @@ enum UpstreamRequestBuilder {
             }
         }
         var named = hasConnection ? head.headers.tokens("Connection") : []
-        if !route.removeHeaders.isEmpty {
-            named += route.removeHeaders
+        if !match.route.removeHeaders.isEmpty {
+            named += match.route.removeHeaders
         }
         if !match.withheldHeaders.isEmpty {
             named += match.withheldHeaders
@@ -61,7 +62,7 @@ enum UpstreamRequestBuilder {
         // The credential header is matched on its own rather than appended to `named`, which
         // would copy that list for every request.
         var credentialHeader: String?
-        if route.provider != nil, route.incomingAuthorization == .replace || credential != nil {
+        if match.route.provider != nil, match.route.incomingAuthorization == .replace || credential != nil {
             credentialHeader = credential?.name ?? "Authorization"
         }
         // A client's own DPoP proof goes where its credential goes (RFC 9449 §7.1): it belongs
@@ -83,12 +84,12 @@ enum UpstreamRequestBuilder {
         headers.add(name: "X-Forwarded-Proto", value: "http")
         if let host = head.authority {
             headers.add(name: "X-Forwarded-Host", value: host)
-            if route.preserveHost {
+            if match.route.preserveHost {
                 headers.add(name: "Host", value: host)
             }
         }
-        for name in route.addHeaders.isEmpty ? [] : route.addHeaders.keys.sorted() {
-            if let value = route.addHeaders[name] {
+        for name in match.route.addHeaders.isEmpty ? [] : match.route.addHeaders.keys.sorted() {
+            if let value = match.route.addHeaders[name] {
                 headers.replaceOrAdd(name: name, value: value)
             }
         }

@@ -23,6 +23,20 @@ package enum ASCII {
         return true
     }
 
+    /// ``equalsIgnoringCase(_:_:)-(some RandomAccessCollection<UInt8>,_)`` for two buffers: a
+    /// caller in another layer gets a call with no generic parameters (the generic one, not
+    /// specialized there, reads each byte through a coroutine whose frame is allocated).
+    package static func equalsIgnoringCase(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard x.count == y.count else { return false }
+        for index in 0..<x.count where x[index] != y[index] {
+            let folded = x[index] | 0x20
+            guard folded == y[index] | 0x20, folded >= UInt8(ascii: "a"), folded <= UInt8(ascii: "z") else {
+                return false
+            }
+        }
+        return true
+    }
+
     /// `bytes` with ASCII capital letters made small, other bytes kept.
     package static func lowercased(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
         bytes.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }

@@ -75,23 +75,101 @@ package final class ProxyMetrics: Sendable {
 
     private let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
-    private let counters = Mutex<[SeriesKey: CoreMetrics.Counter]>([:])
-    private let timers = Mutex<[String: CoreMetrics.Timer]>([:])
+    private let table: SeriesTable
     private let expiryGauges = Mutex<[String: Expiry]>([:])
     private let openConnections: CoreMetrics.Gauge
 
-    /// The series every answered request of a route records into, found by the route's
-    /// name alone: the per-request path then hashes one String and makes no label arrays.
+    /// Each route's series, found by the route's name: the same object for every
+    /// configuration that has the route, so that a reload keeps counting into it.
     private let routeSeries = Mutex<[String: RouteSeries]>([:])
 
-    private struct RouteSeries {
-        /// `tokenproxy_requests_total` by status class: `none`, then `1xx` to `5xx`.
-        var requests: [CoreMetrics.Counter?] = Array(repeating: nil, count: ProxyMetrics.statusClasses.count)
-        /// `tokenproxy_request_duration_seconds`, once a duration was recorded.
-        var duration: CoreMetrics.Timer?
+    /// The series that every answered request of one route records into: taken once per
+    /// configuration for each route (``series(forRoute:)``), so that a request's path hashes
+    /// no name and makes no label array. Each series is made the first time it is needed:
+    /// a status class no request has had yet shows no line.
+    package final class RouteSeries: Sendable {
+        /// The route's name, its `route` label.
+        package let route: String
+        private let table: SeriesTable
+        private let made = Mutex(Made())
+
+        private struct Made {
+            /// `tokenproxy_requests_total` by status class: `none`, then `1xx` to `5xx`.
+            var requests: [CoreMetrics.Counter?] = Array(repeating: nil, count: ProxyMetrics.statusClasses.count)
+            /// `tokenproxy_request_duration_seconds`, once a duration was recorded.
+            var duration: CoreMetrics.Timer?
+        }
+
+        fileprivate init(route: String, table: SeriesTable) {
+            self.route = route
+            self.table = table
+        }
+
+        /// Counts one answered request and, when known, its duration.
+        package func requestFinished(status: Int?, duration: Duration?) {
+            let statusIndex = ProxyMetrics.statusClassIndex(status)
+            let found = self.made.withLockedValue { ($0.requests[statusIndex], $0.duration) }
+            let counter =
+                found.0
+                ?? {
+                    let counter = self.table.counter(
+                        Names.requests,
+                        [("route", self.route), ("status", ProxyMetrics.statusClasses[statusIndex])]
+                    )
+                    self.made.withLockedValue { $0.requests[statusIndex] = counter }
+                    return counter
+                }()
+            counter.increment()
+            guard let duration else { return }
+            let timer =
+                found.1
+                ?? {
+                    let timer = self.table.timer(route: self.route)
+                    self.made.withLockedValue { $0.duration = timer }
+                    return timer
+                }()
+            timer.recordNanoseconds(ProxyMetrics.nanoseconds(duration))
+        }
     }
 
-    private struct SeriesKey: Hashable {
+    /// Every counter and timer, found or made by name and labels; shared by the metrics and
+    /// the routes' series.
+    fileprivate final class SeriesTable: Sendable {
+        private let factory: PrometheusMetricsFactory
+        private let counters = Mutex<[SeriesKey: CoreMetrics.Counter]>([:])
+        private let timers = Mutex<[String: CoreMetrics.Timer]>([:])
+
+        init(factory: PrometheusMetricsFactory) {
+            self.factory = factory
+        }
+
+        func counter(_ name: String, _ labels: [(String, String)]) -> CoreMetrics.Counter {
+            let key = SeriesKey(name: name, labels: labels.map(\.1))
+            let factory = self.factory
+            return self.counters.withLockedValue { counters in
+                if let existing = counters[key] {
+                    return existing
+                }
+                let counter = CoreMetrics.Counter(label: name, dimensions: labels, factory: factory)
+                counters[key] = counter
+                return counter
+            }
+        }
+
+        func timer(route: String) -> CoreMetrics.Timer {
+            let factory = self.factory
+            return self.timers.withLockedValue { timers in
+                if let existing = timers[route] {
+                    return existing
+                }
+                let timer = CoreMetrics.Timer(label: Names.duration, dimensions: [("route", route)], factory: factory)
+                timers[route] = timer
+                return timer
+            }
+        }
+    }
+
+    fileprivate struct SeriesKey: Hashable {
         var name: String
         var labels: [String]
     }
@@ -108,6 +186,7 @@ package final class ProxyMetrics: Sendable {
         factory.durationHistogramBuckets[Names.duration] = Self.durationBuckets
         self.registry = registry
         self.factory = factory
+        self.table = SeriesTable(factory: factory)
         self.openConnections = CoreMetrics.Gauge(label: Names.openConnections, factory: factory)
     }
 
@@ -118,43 +197,31 @@ package final class ProxyMetrics: Sendable {
     }
 
     /// The `status` labels, by ``statusClassIndex(_:)``.
-    private static let statusClasses = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"]
+    fileprivate static let statusClasses = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"]
 
     /// 1 to 5 for a status of 1xx to 5xx, 0 for none or one out of range.
-    private static func statusClassIndex(_ status: Int?) -> Int {
+    fileprivate static func statusClassIndex(_ status: Int?) -> Int {
         guard let status, (100...599).contains(status) else { return 0 }
         return status / 100
     }
 
     /// Counts one answered request of `route` and, when known, its duration.
     package func requestFinished(route: String, status: Int?, duration: Duration?) {
-        let statusIndex = Self.statusClassIndex(status)
-        let found = self.routeSeries.withLockedValue { series in
-            // One look-up of the route, not one per series.
-            series[route].map { ($0.requests[statusIndex], $0.duration) } ?? (nil, nil)
+        self.series(forRoute: route).requestFinished(status: status, duration: duration)
+    }
+
+    /// The series of `route` (a configured route's name or one of the fixed labels), for
+    /// a caller that records many requests of it.
+    package func series(forRoute route: String) -> RouteSeries {
+        let table = self.table
+        return self.routeSeries.withLockedValue { series in
+            if let existing = series[route] {
+                return existing
+            }
+            let made = RouteSeries(route: route, table: table)
+            series[route] = made
+            return made
         }
-        // A series seen for the first time is made (or found) by name and labels, then kept
-        // by route.
-        let counter =
-            found.0
-            ?? {
-                let counter = self.counter(
-                    Names.requests,
-                    [("route", route), ("status", Self.statusClasses[statusIndex])]
-                )
-                self.routeSeries.withLockedValue { $0[route, default: RouteSeries()].requests[statusIndex] = counter }
-                return counter
-            }()
-        counter.increment()
-        guard let duration else { return }
-        let timer =
-            found.1
-            ?? {
-                let timer = self.timer(route: route)
-                self.routeSeries.withLockedValue { $0[route, default: RouteSeries()].duration = timer }
-                return timer
-            }()
-        timer.recordNanoseconds(Self.nanoseconds(duration))
     }
 
     /// Counts one failed upstream exchange of `route`.
@@ -257,31 +324,10 @@ package final class ProxyMetrics: Sendable {
     }
 
     private func counter(_ name: String, _ labels: [(String, String)]) -> CoreMetrics.Counter {
-        let key = SeriesKey(name: name, labels: labels.map(\.1))
-        let factory = self.factory
-        return self.counters.withLockedValue { counters in
-            if let existing = counters[key] {
-                return existing
-            }
-            let counter = CoreMetrics.Counter(label: name, dimensions: labels, factory: factory)
-            counters[key] = counter
-            return counter
-        }
+        self.table.counter(name, labels)
     }
 
-    private func timer(route: String) -> CoreMetrics.Timer {
-        let factory = self.factory
-        return self.timers.withLockedValue { timers in
-            if let existing = timers[route] {
-                return existing
-            }
-            let timer = CoreMetrics.Timer(label: Names.duration, dimensions: [("route", route)], factory: factory)
-            timers[route] = timer
-            return timer
-        }
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
+    fileprivate static func nanoseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
         let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         guard !overflow else { return .max }

@@ -8,18 +8,42 @@ import TokenProxyHTTP
 /// transfer adds its own userdata and callbacks; this type knows nothing of them.
 /// Engine thread only, like every libcurl call.
 package struct CurlRequestSetup {
-    /// TLS, protocol and timeout settings taken from the route and the limits.
-    package struct Options: Sendable {
-        var allowPlainHTTP: Bool
-        var caFile: String?
-        var clientCertificate: String?
-        var clientKeyPEM: String?
+    /// The settings of the connection itself, taken from the route (and its provider's client
+    /// certificate): which protocols, which trust anchors, which client certificate. A class,
+    /// so that a route whose settings are fixed makes them once and every request of it
+    /// shares them (``Options`` then copies one reference, not five strings).
+    package final class Connection: Sendable {
+        let allowPlainHTTP: Bool
+        let caFile: String?
+        let clientCertificate: String?
+        let clientKeyPEM: String?
         /// The client certificate itself (PEM), which wins over the file `clientCertificate`.
         /// Given as a blob, it is part of libcurl's match for a pooled connection (its
         /// `Curl_ssl_config_matches` compares certificate blobs byte by byte, where a file is
         /// compared by its path): a certificate rotated on disk is presented from the next
         /// connection on, and no connection that presented the old one is reused.
-        var clientCertificatePEM: String?
+        let clientCertificatePEM: String?
+
+        /// Settings of these parts.
+        package init(
+            allowPlainHTTP: Bool,
+            caFile: String?,
+            clientCertificate: String?,
+            clientKeyPEM: String?,
+            clientCertificatePEM: String? = nil
+        ) {
+            self.allowPlainHTTP = allowPlainHTTP
+            self.caFile = caFile
+            self.clientCertificate = clientCertificate
+            self.clientKeyPEM = clientKeyPEM
+            self.clientCertificatePEM = clientCertificatePEM
+        }
+    }
+
+    /// TLS, protocol and timeout settings taken from the route and the limits.
+    package struct Options: Sendable {
+        /// The connection's protocols, trust anchors and client certificate.
+        var connection: Connection
         var connectTimeout: Double
         var firstByteTimeout: Double
         /// The whole life of the transfer, connect to last byte (`CURLOPT_TIMEOUT_MS`); nil for
@@ -38,6 +62,25 @@ package struct CurlRequestSetup {
         /// (`CURLOPT_FRESH_CONNECT`): for a request sent again after a reused one failed.
         var freshConnection = false
 
+        /// Options for one transfer over `connection`; the others keep their defaults.
+        package init(
+            connection: Connection,
+            connectTimeout: Double,
+            firstByteTimeout: Double,
+            totalTimeout: Double? = nil,
+            idleTimeout: Double? = nil,
+            resendable: Bool = true,
+            freshConnection: Bool = false
+        ) {
+            self.connection = connection
+            self.connectTimeout = connectTimeout
+            self.firstByteTimeout = firstByteTimeout
+            self.totalTimeout = totalTimeout
+            self.idleTimeout = idleTimeout
+            self.resendable = resendable
+            self.freshConnection = freshConnection
+        }
+
         /// Options for one transfer; the others keep their defaults.
         package init(
             allowPlainHTTP: Bool,
@@ -52,17 +95,21 @@ package struct CurlRequestSetup {
             resendable: Bool = true,
             freshConnection: Bool = false
         ) {
-            self.allowPlainHTTP = allowPlainHTTP
-            self.caFile = caFile
-            self.clientCertificate = clientCertificate
-            self.clientKeyPEM = clientKeyPEM
-            self.clientCertificatePEM = clientCertificatePEM
-            self.connectTimeout = connectTimeout
-            self.firstByteTimeout = firstByteTimeout
-            self.totalTimeout = totalTimeout
-            self.idleTimeout = idleTimeout
-            self.resendable = resendable
-            self.freshConnection = freshConnection
+            self.init(
+                connection: Connection(
+                    allowPlainHTTP: allowPlainHTTP,
+                    caFile: caFile,
+                    clientCertificate: clientCertificate,
+                    clientKeyPEM: clientKeyPEM,
+                    clientCertificatePEM: clientCertificatePEM
+                ),
+                connectTimeout: connectTimeout,
+                firstByteTimeout: firstByteTimeout,
+                totalTimeout: totalTimeout,
+                idleTimeout: idleTimeout,
+                resendable: resendable,
+                freshConnection: freshConnection
+            )
         }
     }
 
@@ -113,6 +160,7 @@ package struct CurlRequestSetup {
     /// and its client certificate (`docs/reference/security.md`). Whether libcurl accepted
     /// every option.
     static func configureConnection(_ easy: CurlEasy, _ options: Options) -> Bool {
+        let options = options.connection
         var ok = true
         func set(_ accepted: Bool) {
             if !accepted { ok = false }

@@ -172,4 +172,25 @@ struct MetricsTests {
         #expect(exposition.value("tokenproxy_request_duration_seconds_count", ["route": "api"]) == 9)
         #expect(exposition.value("tokenproxy_request_duration_seconds_count", ["route": "other"]) == nil)
     }
+
+    /// A route's series taken once (as a configuration's router keeps it) counts into the same
+    /// lines as requests counted by the route's name, and taking it again, as a reload does,
+    /// gives the same series; a status class no request had shows no line.
+    @Test func aRoutesSeriesTakenOnceCountsWithItsName() throws {
+        let metrics = ProxyMetrics()
+        let series = metrics.series(forRoute: "api")
+        series.requestFinished(status: 200, duration: .milliseconds(2))
+        metrics.requestFinished(route: "api", status: 201, duration: .milliseconds(4))
+        let again = metrics.series(forRoute: "api")
+        #expect(again === series)
+        again.requestFinished(status: 502, duration: nil)
+        #expect(metrics.series(forRoute: "other") !== series)
+        let text = String(decoding: metrics.exposition(openConnections: 0), as: UTF8.self)
+        let exposition = try PrometheusExposition(text)
+        #expect(exposition.value("tokenproxy_requests_total", ["route": "api", "status": "2xx"]) == 2)
+        #expect(exposition.value("tokenproxy_requests_total", ["route": "api", "status": "5xx"]) == 1)
+        #expect(exposition.value("tokenproxy_requests_total", ["route": "api", "status": "4xx"]) == nil)
+        #expect(exposition.value("tokenproxy_request_duration_seconds_count", ["route": "api"]) == 2)
+        #expect(exposition.value("tokenproxy_requests_total", ["route": "other", "status": "2xx"]) == nil)
+    }
 }

@@ -30,6 +30,25 @@ struct RequestPolicyTests {
         #expect(!policy.isAllowed(authority: "proxy.internal"))
     }
 
+    /// A Host is compared in its own bytes: letter case, a trailing dot and brackets do not
+    /// matter, the port must be the allowed one's, and a host that merely starts or ends like
+    /// an allowed one, or differs outside ASCII, is refused.
+    @Test func hostsAreComparedWithoutCaseTrailingDotOrBrackets() {
+        let policy = RequestPolicy(allowedHosts: ["Proxy.Internal:8080", "api.local", "[::1]"], requireHeader: nil)
+        for allowed in [
+            "proxy.internal:8080", "PROXY.INTERNAL.:8080", "api.local", "API.Local.", "api.local:1", "[::1]:9",
+            "[::1]", "::1",
+        ] {
+            #expect(policy.isAllowed(authority: allowed), "\(allowed)")
+        }
+        for refused in [
+            "proxy.internal:80800", "proxy.internal:", "proxy.internal:808", "xproxy.internal:8080",
+            "proxy.internalx:8080", "api.locals", "api.loca", "ápi.local", "api.local..", "", ":1", "[::2]", "[::1",
+        ] {
+            #expect(!policy.isAllowed(authority: refused), "\(refused)")
+        }
+    }
+
     /// RFC 9112 §3.2.2: with an absolute-form target, its authority is the host and the Host
     /// field is ignored, whatever it says.
     @Test func anAbsoluteFormTargetsAuthorityStandsForHost() {

@@ -2,6 +2,7 @@ import Testing
 
 @testable import TokenProxyConfiguration
 @testable import TokenProxyForwarding
+@testable import TokenProxyUpstream
 
 private func route(_ prefix: String, host: String? = nil, name: String? = nil, strip: Bool = true) -> RouteConfiguration
 {
@@ -61,5 +62,54 @@ struct RouterTests {
         #expect(HostName.normalize("[::1") == ("[::1", nil))
         #expect(HostName.normalize("") == ("", nil))
         #expect(HostName.normalize(".") == ("", nil))
+    }
+
+    /// A route that reads nothing per request shares the connection settings the router made
+    /// for it; one with a `client_key`, or one that takes its provider's certificate, has them
+    /// made per request. Either way the settings are those made from the route's own fields.
+    @Test func fixedConnectionSettingsAreSharedOnlyWhenNothingIsReadPerRequest() throws {
+        var certifying = ProviderConfiguration(name: "p", grant: .clientCredentials)
+        certifying.clientCert = .file("/provider.pem")
+        let cases: [(route: RouteConfiguration, provider: ProviderConfiguration?, shared: Bool)] = [
+            (RouteConfiguration(pathPrefix: "/a", upstream: "http://up.example"), nil, true),
+            (RouteConfiguration(pathPrefix: "/b", upstream: "https://up.example", provider: "p"), nil, true),
+            (
+                RouteConfiguration(
+                    pathPrefix: "/c",
+                    upstream: "http://up.example",
+                    provider: "p",
+                    allowInsecureUpstream: true,
+                    caFile: "/ca.pem",
+                    clientCert: "/cert-and-key.pem"
+                ), certifying, true
+            ),
+            (
+                RouteConfiguration(
+                    pathPrefix: "/d",
+                    upstream: "https://up.example",
+                    clientCert: "/cert.pem",
+                    clientKey: .literal("KEY")
+                ), nil, false
+            ),
+            (RouteConfiguration(pathPrefix: "/e", upstream: "https://up.example", provider: "p"), certifying, false),
+        ]
+        for (route, provider, shared) in cases {
+            let match = try #require(Router(routes: [route]).match(authority: nil, path: route.pathPrefix))
+            #expect((match.fixedConnection != nil) == (route.clientKey == nil), "\(route.name)")
+            let fixed = route.upstreamOptions(limits: Limits(), provider: provider, fixed: match.fixedConnection)
+            let made = route.upstreamOptions(limits: Limits(), provider: provider, fixed: nil)
+            guard case .success(let fixedOptions) = fixed, case .success(let madeOptions) = made else {
+                // Only the provider's certificate, which does not exist here, fails to be read.
+                #expect(!shared && provider != nil, "\(route.name)")
+                continue
+            }
+            #expect((fixedOptions.connection === match.fixedConnection) == shared, "\(route.name)")
+            let a = fixedOptions.connection
+            let b = madeOptions.connection
+            #expect(a.allowPlainHTTP == b.allowPlainHTTP && a.caFile == b.caFile, "\(route.name)")
+            #expect(a.clientCertificate == b.clientCertificate && a.clientKeyPEM == b.clientKeyPEM, "\(route.name)")
+            #expect(a.clientCertificatePEM == b.clientCertificatePEM, "\(route.name)")
+            #expect(fixedOptions.firstByteTimeout == madeOptions.firstByteTimeout)
+        }
     }
 }

@@ -24,15 +24,35 @@ package func syscall<T: FixedWidthInteger>(
     while true {
         let result = body()
         guard result == -1 else { return .processed(result) }
-        let error = errno
-        switch error {
-        case EINTR:
-            continue
-        case EAGAIN, EWOULDBLOCK:
-            return .wouldBlock
-        default:
-            throw SystemError(call: name(), errno: error)
-        }
+        guard try interrupted(name) else { return .wouldBlock }
+    }
+}
+
+/// ``syscall(_:_:)-(_,()->T)`` for the calls that return a byte count (`read`, `write`): a
+/// call from another layer gets no generic parameter to look up at each call, as it does
+/// with the generic one, which is not specialized there.
+package func syscall(
+    _ name: @autoclosure () -> String,
+    _ body: () -> Int
+) throws(SystemError) -> IOResult<Int> {
+    while true {
+        let result = body()
+        guard result == -1 else { return .processed(result) }
+        guard try interrupted(name) else { return .wouldBlock }
+    }
+}
+
+/// After a call returned -1: whether it was interrupted (EINTR) and is to be made again;
+/// false when it would have blocked (EAGAIN / EWOULDBLOCK). Any other failure throws.
+private func interrupted(_ name: () -> String) throws(SystemError) -> Bool {
+    let error = errno
+    switch error {
+    case EINTR:
+        return true
+    case EAGAIN, EWOULDBLOCK:
+        return false
+    default:
+        throw SystemError(call: name(), errno: error)
     }
 }
 
