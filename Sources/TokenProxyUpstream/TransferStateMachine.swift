@@ -112,8 +112,12 @@ extension TransferStateMachine {
     /// body, which are dropped, and for anything after the end).
     mutating func headerLineArrived() -> Bool {
         switch self.response {
-        case .awaiting, .begun:
+        case .awaiting:
             self.response = .begun
+            return true
+        case .begun:
+            // Left as it is: every line of a head comes here, and an assignment would
+            // destroy the old value first.
             return true
         case .refused, .relaying, .ended:
             return false
