@@ -73,8 +73,8 @@ extension RouteConfiguration {
 
     /// The connection settings of a route that reads no secret per request (no `client_key`),
     /// for ``upstreamOptions(limits:provider:fixed:idleTimeout:resendable:freshConnection:)``
-    /// to share between its requests; nil for a route that does. A provider's client
-    /// certificate is read per request in any case.
+    /// to share between its requests; nil for a route that does. A route that presents its
+    /// provider's client certificate still has it read per request.
     var fixedConnection: CurlRequestSetup.Connection? {
         guard self.clientKey == nil else { return nil }
         return CurlRequestSetup.Connection(

@@ -24,8 +24,9 @@ package enum ASCII {
     }
 
     /// ``equalsIgnoringCase(_:_:)-(some RandomAccessCollection<UInt8>,_)`` for two buffers: a
-    /// caller in another layer gets a call with no generic parameters (the generic one, not
-    /// specialized there, reads each byte through a coroutine whose frame is allocated).
+    /// caller in another layer gets a call with no generic parameters whatever the build
+    /// specializes across layers (unspecialized, the generic one reads each byte through a
+    /// coroutine whose frame is allocated).
     package static func equalsIgnoringCase(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
         guard x.count == y.count else { return false }
         for index in 0..<x.count where x[index] != y[index] {

@@ -29,8 +29,8 @@ package func syscall<T: FixedWidthInteger>(
 }
 
 /// ``syscall(_:_:)-(_,()->T)`` for the calls that return a byte count (`read`, `write`): a
-/// call from another layer gets no generic parameter to look up at each call, as it does
-/// with the generic one, which is not specialized there.
+/// call from another layer has no generic parameter to look up at each call, whatever the
+/// build specializes across layers (the debug builds specialize nothing there).
 package func syscall(
     _ name: @autoclosure () -> String,
     _ body: () -> Int
