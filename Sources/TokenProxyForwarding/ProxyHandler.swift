@@ -271,8 +271,9 @@ package final class ProxyHandler: HTTPExchangeHandler {
 
     /// Counts the exchange in the metrics (in `series`, the route's as the router keeps it, else
     /// under `metricsRoute`, by default `route`) and writes the access-log line when it ends
-    /// (`docs/reference/log-fields.md`). The query is never logged: it may carry keys. An answer the proxy made itself brings its `error` code (and
-    /// for a 502 or 504 its `reason`) in the exchange's log fields (``HTTPExchange/respond(_:)``);
+    /// (`docs/reference/log-fields.md`). The query is never logged: it may carry keys. An answer
+    /// the proxy made itself brings its `error` code (and for a 502 or 504 its `reason`) in the
+    /// exchange's log fields (``HTTPExchange/respond(_:)``);
     /// how the request went upstream comes from the ``ForwardingOutcome`` the forwarder leaves
     /// in the returned record.
     @discardableResult

@@ -11,7 +11,7 @@ package struct CurlRequestSetup {
     /// The settings of the connection itself, taken from the route (and its provider's client
     /// certificate): which protocols, which trust anchors, which client certificate. A class,
     /// so that a route whose settings are fixed makes them once and every request of it
-    /// shares them (``Options`` then copies one reference, not five strings).
+    /// shares them (``Options`` then copies one reference, not four strings).
     package final class Connection: Sendable {
         let allowPlainHTTP: Bool
         let caFile: String?

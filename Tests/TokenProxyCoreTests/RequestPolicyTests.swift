@@ -34,16 +34,21 @@ struct RequestPolicyTests {
     /// matter, the port must be the allowed one's, and a host that merely starts or ends like
     /// an allowed one, or differs outside ASCII, is refused.
     @Test func hostsAreComparedWithoutCaseTrailingDotOrBrackets() {
-        let policy = RequestPolicy(allowedHosts: ["Proxy.Internal:8080", "api.local", "[::1]"], requireHeader: nil)
+        let policy = RequestPolicy(
+            allowedHosts: ["Proxy.Internal:8080", "api.local", "[::1]", "key.local"],
+            requireHeader: nil
+        )
         for allowed in [
             "proxy.internal:8080", "PROXY.INTERNAL.:8080", "api.local", "API.Local.", "api.local:1", "[::1]:9",
-            "[::1]", "::1",
+            "[::1]", "::1", "KEY.local",
         ] {
             #expect(policy.isAllowed(authority: allowed), "\(allowed)")
         }
         for refused in [
             "proxy.internal:80800", "proxy.internal:", "proxy.internal:808", "xproxy.internal:8080",
             "proxy.internalx:8080", "api.locals", "api.loca", "ápi.local", "api.local..", "", ":1", "[::2]", "[::1",
+            // The Kelvin sign lowercases to an ASCII "k" in Unicode, not in a host name.
+            "\u{212A}ey.LOCAL", "\u{212A}EY.local:8080",
         ] {
             #expect(!policy.isAllowed(authority: refused), "\(refused)")
         }

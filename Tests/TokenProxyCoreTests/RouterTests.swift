@@ -99,8 +99,11 @@ struct RouterTests {
             let fixed = route.upstreamOptions(limits: Limits(), provider: provider, fixed: match.fixedConnection)
             let made = route.upstreamOptions(limits: Limits(), provider: provider, fixed: nil)
             guard case .success(let fixedOptions) = fixed, case .success(let madeOptions) = made else {
-                // Only the provider's certificate, which does not exist here, fails to be read.
+                // Only the provider's certificate, which does not exist here, fails to be read,
+                // and both ways read it: the shared settings must not stand in for it.
                 #expect(!shared && provider != nil, "\(route.name)")
+                if case .success = fixed { Issue.record("\(route.name): the shared settings were used") }
+                if case .success = made { Issue.record("\(route.name): the provider's certificate was not read") }
                 continue
             }
             #expect((fixedOptions.connection === match.fixedConnection) == shared, "\(route.name)")
