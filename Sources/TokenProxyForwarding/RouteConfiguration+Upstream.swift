@@ -20,17 +20,26 @@ extension RouteConfiguration {
         resendable: Bool = true,
         freshConnection: Bool = false
     ) -> Result<CurlRequestSetup.Options, ProxyError> {
-        if let fixed, self.clientKey == nil, self.clientCert != nil || provider == nil {
-            return .success(
-                CurlRequestSetup.Options(
-                    connection: fixed,
-                    connectTimeout: limits.upstreamConnectTimeoutSeconds,
-                    firstByteTimeout: self.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds,
-                    idleTimeout: idleTimeout,
-                    resendable: resendable,
-                    freshConnection: freshConnection
-                )
+        self.connection(provider: provider, fixed: fixed).map { connection in
+            CurlRequestSetup.Options(
+                connection: connection,
+                connectTimeout: limits.upstreamConnectTimeoutSeconds,
+                firstByteTimeout: self.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds,
+                idleTimeout: idleTimeout,
+                resendable: resendable,
+                freshConnection: freshConnection
             )
+        }
+    }
+
+    /// The connection settings for one request: `fixed` when nothing is to be read, else made
+    /// with the secrets read now.
+    private func connection(
+        provider: ProviderConfiguration?,
+        fixed: CurlRequestSetup.Connection?
+    ) -> Result<CurlRequestSetup.Connection, ProxyError> {
+        if let fixed, self.clientKey == nil, self.clientCert != nil || provider == nil {
+            return .success(fixed)
         }
         let clientKey: String?
         do {
@@ -56,17 +65,9 @@ extension RouteConfiguration {
             }
         }
         return .success(
-            CurlRequestSetup.Options(
-                allowPlainHTTP: self.allowInsecureUpstream || self.provider == nil,
-                caFile: self.caFile,
-                clientCertificate: self.clientCert,
+            self.makeConnection(
                 clientKeyPEM: providerCertificate?.keyPEM ?? clientKey,
-                clientCertificatePEM: providerCertificate?.certificatePEM,
-                connectTimeout: limits.upstreamConnectTimeoutSeconds,
-                firstByteTimeout: self.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds,
-                idleTimeout: idleTimeout,
-                resendable: resendable,
-                freshConnection: freshConnection
+                clientCertificatePEM: providerCertificate?.certificatePEM
             )
         )
     }
@@ -77,11 +78,18 @@ extension RouteConfiguration {
     /// provider's client certificate still has it read per request.
     var fixedConnection: CurlRequestSetup.Connection? {
         guard self.clientKey == nil else { return nil }
-        return CurlRequestSetup.Connection(
+        return self.makeConnection(clientKeyPEM: nil, clientCertificatePEM: nil)
+    }
+
+    /// The route's settings with this key and certificate: plain HTTP only without a provider
+    /// or when allowed, its trust anchors and its own certificate file.
+    private func makeConnection(clientKeyPEM: String?, clientCertificatePEM: String?) -> CurlRequestSetup.Connection {
+        CurlRequestSetup.Connection(
             allowPlainHTTP: self.allowInsecureUpstream || self.provider == nil,
             caFile: self.caFile,
             clientCertificate: self.clientCert,
-            clientKeyPEM: nil
+            clientKeyPEM: clientKeyPEM,
+            clientCertificatePEM: clientCertificatePEM
         )
     }
 }
