@@ -79,7 +79,7 @@ package final class CurlForwarder: RouteForwarder {
         record: ForwardingRecord,
         logger: Logger
     ) {
-        let route = match.route
+        // The route is read where the router keeps it: a local copy would copy all its fields.
         let base: UpstreamURL.Base
         let url: String
         do throws(UpstreamURL.Failure) {
@@ -88,7 +88,7 @@ package final class CurlForwarder: RouteForwarder {
         } catch {
             exchange.respond(
                 ErrorResponse.response(
-                    for: ProxyError(.badRequest, "cannot build the upstream URL: \(error)", route: route.name)
+                    for: ProxyError(.badRequest, "cannot build the upstream URL: \(error)", route: match.route.name)
                 )
             )
             return
@@ -96,14 +96,14 @@ package final class CurlForwarder: RouteForwarder {
         let limits = self.limits
         let hasBody = exchange.head.framing != .none && exchange.head.framing != .contentLength(0)
         var entry: CredentialRegistry.Entry?
-        if let providerName = route.provider {
+        if let providerName = match.route.provider {
             guard let found = self.credentials.entry(providerName) else {
                 exchange.respond(
                     ErrorResponse.response(
                         for: ProxyError(
                             .tokenUnavailable,
                             "unknown provider",
-                            route: route.name,
+                            route: match.route.name,
                             provider: providerName
                         )
                     )
@@ -111,11 +111,11 @@ package final class CurlForwarder: RouteForwarder {
                 return
             }
             // A client that brought its own credential on a `keep` route gets nothing injected.
-            if !(route.incomingAuthorization == .keep && exchange.head.headers.contains(found.formatter.header)) {
+            if !(match.route.incomingAuthorization == .keep && exchange.head.headers.contains(found.formatter.header)) {
                 entry = found
             }
         }
-        switch TunnelRequest.kind(of: exchange.head, route: route) {
+        switch TunnelRequest.kind(of: exchange.head, route: match.route) {
         case .ordinary:
             break
         case .refused(let error):
@@ -127,7 +127,7 @@ package final class CurlForwarder: RouteForwarder {
                     to: ProxyError(
                         .tooManyTunnels,
                         "\(self.tunnels.limit) tunnels are open (limits.max_tunnels)",
-                        route: route.name
+                        route: match.route.name
                     )
                 )
                 return
@@ -136,8 +136,8 @@ package final class CurlForwarder: RouteForwarder {
             // one; it has no body, and it is never resent (each opens its own connection).
             let machine = ForwardingStateMachine(
                 replay: ReplayStateMachine(
-                    replaysUnauthorized: route.retryOn401 && entry?.source.canRenew == true,
-                    renewingOn: route.renewOnStatus,
+                    replaysUnauthorized: match.route.retryOn401 && entry?.source.canRenew == true,
+                    renewingOn: match.route.renewOnStatus,
                     idempotent: false,
                     limit: 0,
                     hasBody: false,
@@ -166,8 +166,8 @@ package final class CurlForwarder: RouteForwarder {
         let idempotent = ReplayStateMachine.isIdempotent(exchange.head.method)
         let machine = ForwardingStateMachine(
             replay: ReplayStateMachine(
-                replaysUnauthorized: route.retryOn401 && entry?.source.canRenew == true,
-                renewingOn: route.renewOnStatus,
+                replaysUnauthorized: match.route.retryOn401 && entry?.source.canRenew == true,
+                renewingOn: match.route.renewOnStatus,
                 idempotent: idempotent,
                 limit: limits.replayBufferBytes,
                 hasBody: hasBody,

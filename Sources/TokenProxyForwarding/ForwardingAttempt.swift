@@ -85,13 +85,14 @@ final class ForwardingAttempt {
     }
 
     /// Carries out `action` (in the exchange's context): `bytes` are the request body bytes
-    /// of a body event, `delivery` the transfer's answer of a delivery. The outcome so far
-    /// is written to the record first, so that an action that ends the exchange is logged
-    /// with it.
+    /// of a body event or the response body bytes of a delivery, `head` the response head of
+    /// a delivery. The outcome so far is written to the record first, so that an action that
+    /// ends the exchange is logged with it. (The delivery's parts are passed, not the
+    /// delivery as an optional: that would copy it.)
     private func perform(
         _ action: ForwardingStateMachine.Action,
         bytes: [UInt8] = [],
-        delivery: CurlDelivery? = nil
+        head: HTTPResponseHead? = nil
     ) {
         guard let exchange = self.exchange else { return }
         self.record.outcome = self.machine.outcome
@@ -123,12 +124,12 @@ final class ForwardingAttempt {
         case .endBody:
             self.transfer?.endBody()
         case .relayHead:
-            if let head = delivery?.head {
+            if let head {
                 exchange.sendHead(head)
             }
         case .relayBody:
-            if let body = delivery?.body, !body.isEmpty {
-                exchange.sendBody(body)
+            if !bytes.isEmpty {
+                exchange.sendBody(bytes)
             }
         case .finish:
             exchange.finish()
@@ -325,7 +326,7 @@ extension ForwardingAttempt {
                         refusal: refusal,
                         asksForNonce: asksForNonce
                     ),
-                    delivery: delivery
+                    head: head
                 )
             }
             if delivery.resentByLibcurl {
@@ -334,7 +335,7 @@ extension ForwardingAttempt {
             if delivery.bodyBytes > 0 {
                 let action = self.machine.responseBodyReceived()
                 relayedBody = action == .relayBody
-                self.perform(action, delivery: delivery)
+                self.perform(action, bytes: delivery.body)
             }
             if let end = delivery.end {
                 self.perform(self.transferEnded(end))

@@ -20,11 +20,13 @@ extension RouteConfiguration {
         resendable: Bool = true,
         freshConnection: Bool = false
     ) -> Result<CurlRequestSetup.Options, ProxyError> {
-        self.connection(provider: provider, fixed: fixed).map { connection in
+        // Read before the closure: one that used `self` would copy the whole route.
+        let firstByteTimeout = self.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds
+        return self.connection(provider: provider, fixed: fixed).map { connection in
             CurlRequestSetup.Options(
                 connection: connection,
                 connectTimeout: limits.upstreamConnectTimeoutSeconds,
-                firstByteTimeout: self.timeoutSeconds ?? limits.upstreamFirstByteTimeoutSeconds,
+                firstByteTimeout: firstByteTimeout,
                 idleTimeout: idleTimeout,
                 resendable: resendable,
                 freshConnection: freshConnection
