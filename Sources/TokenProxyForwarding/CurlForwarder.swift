@@ -115,7 +115,7 @@ package final class CurlForwarder: RouteForwarder {
                 entry = found
             }
         }
-        switch TunnelRequest.kind(of: exchange.head, route: match.route) {
+        switch TunnelRequest.kind(of: exchange.head, along: match) {
         case .ordinary:
             break
         case .refused(let error):

@@ -258,11 +258,9 @@ extension ForwardingAttempt {
             clientAddress: exchange.remoteAddress
         )
         let options: CurlTransfer.Options
-        // The route is read where it is kept, not copied.
-        switch self.match.route.upstreamOptions(
+        switch self.match.upstreamOptions(
             limits: self.limits,
             provider: self.entry?.certifyingConfiguration,
-            fixed: self.match.fixedConnection,
             idleTimeout: self.limits.upstreamIdleSeconds,
             // The upstream may have acted on a request whose connection closed before any
             // answer: libcurl must not send one that is not idempotent again by itself.

@@ -1,6 +1,7 @@
 import Logging
 import TokenProxyConfiguration
 import TokenProxyMetrics
+import TokenProxySupport
 import TokenProxyUpstream
 
 /// Chooses the route for a request: the longest matching path prefix wins, matching whole
@@ -48,6 +49,27 @@ package struct Router: Sendable {
             self.entry = entry
             self.upstreamPath = upstreamPath
             self.withheldHeaders = withheldHeaders
+        }
+
+        /// libcurl's settings for the matched route's upstream
+        /// (``RouteConfiguration/upstreamOptions(limits:provider:fixed:idleTimeout:resendable:freshConnection:)``),
+        /// with the route's fixed connection settings. Made from the route where the router
+        /// keeps it: a call on the route read through ``route`` had it copied whole.
+        func upstreamOptions(
+            limits: Limits,
+            provider: ProviderConfiguration?,
+            idleTimeout: Double? = nil,
+            resendable: Bool = true,
+            freshConnection: Bool = false
+        ) -> Result<CurlRequestSetup.Options, ProxyError> {
+            self.entry.route.upstreamOptions(
+                limits: limits,
+                provider: provider,
+                fixed: self.entry.fixedConnection,
+                idleTimeout: idleTimeout,
+                resendable: resendable,
+                freshConnection: freshConnection
+            )
         }
 
         /// Matches are equal when they name the same route, path and withheld fields.

@@ -172,13 +172,8 @@ final class TunnelAttempt {
     }
 
     private func handshake() {
-        let route = self.match.route
         let options: CurlRequestSetup.Options
-        switch route.upstreamOptions(
-            limits: self.limits,
-            provider: self.entry?.certifyingConfiguration,
-            fixed: self.match.fixedConnection
-        ) {
+        switch self.match.upstreamOptions(limits: self.limits, provider: self.entry?.certifyingConfiguration) {
         case .success(let made): options = made
         case .failure(let error):
             self.perform(self.machine.transferFailedToStart(error))

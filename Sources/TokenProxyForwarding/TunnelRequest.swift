@@ -20,8 +20,9 @@ struct TunnelRequest {
         case refused(ProxyError)
     }
 
-    /// What `head` asks for along `route`.
-    static func kind(of head: HTTPRequestHead, route: RouteConfiguration) -> Kind {
+    /// What `head` asks for along `match`'s route. (The match, not the route, is passed: the
+    /// route read from it for an argument was copied whole.)
+    static func kind(of head: HTTPRequestHead, along match: Router.Match) -> Kind {
         // Every request comes through here: one field lookup, no allocation, for the many
         // that ask for no upgrade.
         guard head.headers.contains("Upgrade") else { return .ordinary }
@@ -32,11 +33,11 @@ struct TunnelRequest {
         let offered = head.headers.tokens("Upgrade")
         guard !offered.isEmpty, !offered.allSatisfy({ $0.equalsIgnoringASCIICase("h2c") }) else { return .ordinary }
         if head.framing != .none && head.framing != .contentLength(0) {
-            return .refused(ProxyError(.badRequest, "an upgrade request cannot carry a body", route: route.name))
+            return .refused(ProxyError(.badRequest, "an upgrade request cannot carry a body", route: match.route.name))
         }
         let allowed = offered.filter { token in
             let name = token.split(separator: "/", maxSplits: 1).first.map(String.init) ?? token
-            return route.upgradeProtocols.contains {
+            return match.route.upgradeProtocols.contains {
                 $0.equalsIgnoringASCIICase(name) || $0.equalsIgnoringASCIICase(token)
             }
         }
@@ -45,7 +46,7 @@ struct TunnelRequest {
                 ProxyError(
                     .upgradeNotAllowed,
                     "this route does not pass through an upgrade to \(offered.joined(separator: ", "))",
-                    route: route.name
+                    route: match.route.name
                 )
             )
         }

@@ -63,7 +63,7 @@ package final class CurlEngine: @unchecked Sendable {
     /// No transfer's deadline (first byte or idle body) is earlier than this (engine thread only). It may
     /// belong to a transfer that has its answer by now; the transfers are only scanned once
     /// it has passed, not on every turn of the loop.
-    private var earliestDeadline: ContinuousClock.Instant?
+    private var earliestDeadline: MonotonicTime?
     /// The size of libcurl's cache of idle upstream connections (engine thread only).
     private var maximumCachedConnections = CurlEngine.minimumCachedConnections
 
@@ -174,7 +174,7 @@ package final class CurlEngine: @unchecked Sendable {
             }
             self.apply(from: &pending)
             self.runDueTimers()
-            let now = ContinuousClock.now
+            let now = MonotonicTime.now
             if let earliest = self.earliestDeadline, earliest <= now {
                 self.expireDeadlines(now: now)
             }
@@ -305,7 +305,7 @@ package final class CurlEngine: @unchecked Sendable {
 
     /// A transfer's deadline was set to `deadline`. A later deadline than the earliest known
     /// needs nothing: the scan once the earliest passed finds it.
-    func deadlineSet(_ deadline: ContinuousClock.Instant) {
+    func deadlineSet(_ deadline: MonotonicTime) {
         if self.earliestDeadline.map({ deadline < $0 }) ?? true {
             self.earliestDeadline = deadline
         }
@@ -313,8 +313,8 @@ package final class CurlEngine: @unchecked Sendable {
 
     /// Ends the transfers whose first byte or next body byte is overdue, and finds the next
     /// deadline.
-    private func expireDeadlines(now: ContinuousClock.Instant) {
-        var next: ContinuousClock.Instant?
+    private func expireDeadlines(now: MonotonicTime) {
+        var next: MonotonicTime?
         for transfer in self.transfers.values {
             guard let deadline = transfer.deadline else { continue }
             if deadline <= now {

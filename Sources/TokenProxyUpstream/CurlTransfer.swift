@@ -92,7 +92,7 @@ package final class CurlTransfer: @unchecked Sendable {
 
     /// When the engine ends the transfer (engine thread): the first-byte deadline until the
     /// response head arrived (a miss is 504), then the idle deadline (a miss aborts the client).
-    var deadline: ContinuousClock.Instant? { self.life.deadline }
+    var deadline: MonotonicTime? { self.life.deadline }
 
     // MARK: Client side (the exchange's queue)
 
@@ -170,7 +170,7 @@ package final class CurlTransfer: @unchecked Sendable {
     }
 
     /// Tells the engine of a deadline just armed.
-    private func report(_ deadline: ContinuousClock.Instant?) {
+    private func report(_ deadline: MonotonicTime?) {
         if let deadline {
             self.engine.deadlineSet(deadline)
         }

@@ -73,7 +73,7 @@ struct TransferStateMachine: Sendable {
     private let firstByteLimit: Duration
     private let idleLimit: Duration?
     /// When the engine ends the transfer, if it is still running then.
-    private(set) var deadline: ContinuousClock.Instant?
+    private(set) var deadline: MonotonicTime?
 
     /// `resendable` whether libcurl may send the request twice; the first-byte and the body's
     /// idle limits (none for the body: nil).
@@ -90,14 +90,14 @@ struct TransferStateMachine: Sendable {
 extension TransferStateMachine {
     /// The handle is set up. Without a request body the request goes out at once, so the
     /// first-byte deadline starts now: the deadline armed, for the engine.
-    mutating func prepared(sendsBody: Bool, now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    mutating func prepared(sendsBody: Bool, now: MonotonicTime) -> MonotonicTime? {
         guard !sendsBody else { return nil }
         return self.armFirstByte(now: now)
     }
 
     /// The request body was fully sent: the first-byte deadline starts now, unless a head
     /// already arrived. The deadline armed, for the engine.
-    mutating func requestSent(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    mutating func requestSent(now: MonotonicTime) -> MonotonicTime? {
         self.armFirstByte(now: now)
     }
 
@@ -136,7 +136,7 @@ extension TransferStateMachine {
 
     /// The head is complete and goes to the sink: the idle deadline replaces the first-byte
     /// one. The deadline armed, for the engine.
-    mutating func headComplete(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    mutating func headComplete(now: MonotonicTime) -> MonotonicTime? {
         switch self.response {
         case .awaiting, .begun:
             self.response = .relaying
@@ -148,7 +148,7 @@ extension TransferStateMachine {
     }
 
     /// Body bytes were taken: the body is idle again from now. The deadline armed.
-    mutating func bodyTaken(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    mutating func bodyTaken(now: MonotonicTime) -> MonotonicTime? {
         guard let idle = self.idleLimit else { return nil }
         switch self.response {
         case .relaying:
@@ -172,7 +172,7 @@ extension TransferStateMachine {
 
     /// A paused transfer continues: a response body that waited for its client counts as
     /// idle again from now. The deadline armed.
-    mutating func resumed(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    mutating func resumed(now: MonotonicTime) -> MonotonicTime? {
         self.bodyTaken(now: now)
     }
 
@@ -227,7 +227,7 @@ extension TransferStateMachine {
         }
     }
 
-    private mutating func armFirstByte(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    private mutating func armFirstByte(now: MonotonicTime) -> MonotonicTime? {
         switch self.response {
         case .awaiting, .begun, .refused:
             self.deadline = now + self.firstByteLimit

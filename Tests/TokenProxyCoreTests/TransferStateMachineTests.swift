@@ -48,7 +48,7 @@ struct TransferStateMachineTests {
         case ending(Ending?)
     }
 
-    static let start = ContinuousClock.now
+    static let start = MonotonicTime.now
     static let firstByte = Duration.seconds(10)
     static let idle = Duration.seconds(60)
     static let framing = ProxyError(.upstreamUnreachable, "two Content-Length fields")
@@ -61,7 +61,7 @@ struct TransferStateMachineTests {
         )
     }
 
-    static func armed(_ instant: ContinuousClock.Instant?) -> Answer {
+    static func armed(_ instant: MonotonicTime?) -> Answer {
         switch instant {
         case nil: .armed(nil)
         case Self.start + Self.firstByte: .armed(.firstByte)
