@@ -46,8 +46,13 @@ package final class CredentialRegistry: Sendable {
         /// makes it.
         package func header(for token: AccessToken) -> Result<CredentialHeader, ProxyError> {
             // Bytes, not String ==, which calls canonically equivalent tokens equal.
-            if let last = self.lastHeader.withLockedValue({ $0 }), Self.sameBytes(last.token, token.value) {
-                return .success(last.header)
+            // Compared under the lock, so that only the header is copied out.
+            let cached = self.lastHeader.withLockedValue { last -> CredentialHeader? in
+                guard let last, Self.sameBytes(last.token, token.value) else { return nil }
+                return last.header
+            }
+            if let cached {
+                return .success(cached)
             }
             let result = self.formatter.header(for: token, provider: self.configuration.name)
             if case .success(let header) = result {
@@ -58,15 +63,21 @@ package final class CredentialRegistry: Sendable {
 
         /// Whether `a` and `b` are the same UTF-8 bytes, compared as one block of memory.
         private static func sameBytes(_ a: String, _ b: String) -> Bool {
+            // Native Strings give their bytes where they lie; others are made native first.
+            if let same = a.utf8.withContiguousStorageIfAvailable({ left in
+                b.utf8.withContiguousStorageIfAvailable { right in Self.sameBytes(left, right) }
+            }), let same {
+                return same
+            }
             var a = a
             var b = b
-            return a.withUTF8 { left in
-                b.withUTF8 { right in
-                    guard left.count == right.count else { return false }
-                    guard let x = left.baseAddress, let y = right.baseAddress else { return true }
-                    return memcmp(x, y, left.count) == 0
-                }
-            }
+            return a.withUTF8 { left in b.withUTF8 { right in Self.sameBytes(left, right) } }
+        }
+
+        private static func sameBytes(_ left: UnsafeBufferPointer<UInt8>, _ right: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard left.count == right.count else { return false }
+            guard let x = left.baseAddress, let y = right.baseAddress else { return true }
+            return memcmp(x, y, left.count) == 0
         }
     }
 

@@ -172,47 +172,47 @@ package final class ProxyHandler: HTTPExchangeHandler {
     /// Serves one exchange on the proxy listener.
     package func handle(_ exchange: HTTPExchange) {
         let snapshot = self.snapshot.withLockedValue { $0 }
-        let head = exchange.head
-        if let error = snapshot.policy.checkRequest(head) {
+        // The head and the route are read where they are kept: local copies of them copied
+        // every string and list they hold, every request.
+        if let error = snapshot.policy.checkRequest(exchange.head) {
             self.reject(exchange, error)
             return
         }
-        if let prefix = snapshot.adminPrefix, Router.path(head.path, hasSegmentPrefix: prefix) {
+        if let prefix = snapshot.adminPrefix, Router.path(exchange.head.path, hasSegmentPrefix: prefix) {
             self.serveAdmin(
                 exchange,
-                name: String(head.path.dropFirst(prefix.count)),
+                name: String(exchange.head.path.dropFirst(prefix.count)),
                 listener: snapshot.proxyListener,
                 snapshot: snapshot
             )
             return
         }
-        if let error = snapshot.policy.checkAccess(head, listener: snapshot.proxyListener) {
+        if let error = snapshot.policy.checkAccess(exchange.head, listener: snapshot.proxyListener) {
             self.reject(exchange, error)
             return
         }
-        guard let match = snapshot.router.match(authority: head.authority, path: head.path) else {
-            self.reject(exchange, ProxyError(.noRoute, "no route matches \(head.path)"))
+        guard let match = snapshot.router.match(authority: exchange.head.authority, path: exchange.head.path) else {
+            self.reject(exchange, ProxyError(.noRoute, "no route matches \(exchange.head.path)"))
             return
         }
-        let route = match.route
         let services = match.services
-        if route.incomingAuthorization == .reject {
+        if match.route.incomingAuthorization == .reject {
             // The credential header is the provider's (`header`), Authorization by default.
             let credentialHeader =
-                route.provider.flatMap { snapshot.configuration.providers[$0]?.header } ?? "Authorization"
-            if head.headers.contains(credentialHeader) {
+                match.route.provider.flatMap { snapshot.configuration.providers[$0]?.header } ?? "Authorization"
+            if exchange.head.headers.contains(credentialHeader) {
                 self.reject(
                     exchange,
                     ProxyError(
                         .badRequest,
                         "this route does not accept a client \(credentialHeader) header",
-                        route: route.name
+                        route: match.route.name
                     )
                 )
                 return
             }
         }
-        let record = self.logAccess(exchange, route: route.name, series: services?.metrics)
+        let record = self.logAccess(exchange, route: match.route.name, series: services?.metrics)
         self.forwarder.forward(exchange, along: match, record: record, logger: services?.logger ?? self.logger)
     }
 

@@ -40,7 +40,10 @@ extension RouteConfiguration {
         provider: ProviderConfiguration?,
         fixed: CurlRequestSetup.Connection?
     ) -> Result<CurlRequestSetup.Connection, ProxyError> {
-        if let fixed, self.clientKey == nil, self.clientCert != nil || provider == nil {
+        // Matched rather than compared with nil: `== nil` copied the provider's configuration.
+        let hasProvider: Bool
+        if case .some = provider { hasProvider = true } else { hasProvider = false }
+        if let fixed, self.clientKey == nil, self.clientCert != nil || !hasProvider {
             return .success(fixed)
         }
         let clientKey: String?

@@ -146,8 +146,15 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
 
     /// Appends a field.
     package mutating func add(name: String, value: String) {
-        // Through `withUTF8`: a short String is stored inline, and its `utf8` view would be
-        // copied byte by byte.
+        // Through the UTF-8 views' contiguous storage, which a native String has: no copy of
+        // either String, and no byte-by-byte copy.
+        let added = name.utf8.withContiguousStorageIfAvailable { name in
+            value.utf8.withContiguousStorageIfAvailable { value in
+                self.appendRecord(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value))
+            }
+        }
+        if case .some(.some) = added { return }
+        // A String bridged from elsewhere: `withUTF8` makes it native first.
         var name = name
         var value = value
         name.withUTF8 { name in

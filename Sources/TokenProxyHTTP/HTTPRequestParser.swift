@@ -163,8 +163,9 @@ package struct HTTPRequestParser: Sendable {
                 return self.fail(.badRequest, message)
             case .line(let end, let next):
                 if end == 0 {
-                    let head = self.partial
-                    self.partial = PartialHead()
+                    // Taken out by a swap: moved, not copied and then released.
+                    var head = PartialHead()
+                    swap(&head, &self.partial)
                     return self.finishHead(head, consumed: next)
                 }
                 guard self.partial.headers.count < self.limits.maxHeaderCount else {

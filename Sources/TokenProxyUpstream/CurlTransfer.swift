@@ -291,8 +291,9 @@ package final class CurlTransfer: @unchecked Sendable {
     func deliverOutbox() {
         self.life.outboxDelivered()
         guard !self.outbox.isEmpty else { return }
-        let delivery = self.outbox
-        self.outbox = CurlDelivery()
+        // Taken out by a swap: moved, not copied and then released.
+        var delivery = CurlDelivery()
+        swap(&delivery, &self.outbox)
         self.sink.deliver(delivery, from: self)
     }
 
