@@ -37,6 +37,15 @@ extension RequestPolicy {
     ///   Fetch Metadata send no `Origin` on GET.
     /// Each of these a browser sends once; a repeated one is refused.
     func checkBrowser(_ head: HTTPRequestHead, listener: Listener) -> ProxyError? {
+        // Most requests come from programs and carry none of the three fields a browser
+        // sends: a pass that only looks for them spares those requests the lists below.
+        var fromBrowser = false
+        head.headers.forEachField { name, _ in
+            fromBrowser =
+                fromBrowser || HTTPHeaders.name(name, is: "sec-fetch-site") || HTTPHeaders.name(name, is: "origin")
+                || HTTPHeaders.name(name, is: "referer")
+        }
+        guard fromBrowser else { return nil }
         // One pass over the fields for the three a browser sends.
         var sites: [String] = []
         var origins: [String] = []

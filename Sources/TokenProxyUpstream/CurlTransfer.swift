@@ -395,8 +395,16 @@ package final class CurlTransfer: @unchecked Sendable {
     }
 }
 
-private func transfer(_ userdata: UnsafeMutableRawPointer?) -> CurlTransfer? {
-    userdata.map { Unmanaged<CurlTransfer>.fromOpaque($0).takeUnretainedValue() }
+/// Calls `body` with the transfer `userdata` points to, or gives `fallback` for none. The
+/// transfer is not retained for the call: the engine's table of transfers holds it while its
+/// easy handle is in the multi handle, which is whenever libcurl runs its callbacks.
+private func withTransfer<Result>(
+    _ userdata: UnsafeMutableRawPointer?,
+    orElse fallback: Result,
+    _ body: (CurlTransfer) -> Result
+) -> Result {
+    guard let userdata else { return fallback }
+    return Unmanaged<CurlTransfer>.fromOpaque(userdata)._withUnsafeGuaranteedRef(body)
 }
 
 private let curlWriteCallback: CurlEasy.DataCallback = {
@@ -404,8 +412,9 @@ private let curlWriteCallback: CurlEasy.DataCallback = {
     size,
     count,
     userdata in
-    guard let transfer = transfer(userdata), let data else { return 0 }
-    return transfer.receivedBody(UnsafeRawBufferPointer(start: data, count: size * count))
+    guard let data else { return 0 }
+    let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
+    return withTransfer(userdata, orElse: 0) { $0.receivedBody(bytes) }
 }
 
 private let curlReadCallback: CurlEasy.DataCallback = {
@@ -413,8 +422,10 @@ private let curlReadCallback: CurlEasy.DataCallback = {
     size,
     count,
     userdata in
-    guard let transfer = transfer(userdata), let data else { return tp_readfunc_abort() }
-    return transfer.readRequestBody(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
+    guard let data else { return tp_readfunc_abort() }
+    return withTransfer(userdata, orElse: tp_readfunc_abort()) {
+        $0.readRequestBody(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
+    }
 }
 
 private let curlHeaderCallback: CurlEasy.DataCallback = {
@@ -422,13 +433,13 @@ private let curlHeaderCallback: CurlEasy.DataCallback = {
     size,
     count,
     userdata in
-    guard let transfer = transfer(userdata), let data else { return 0 }
+    guard let data else { return 0 }
     let line = UnsafeRawBufferPointer(start: data, count: size * count)
-    return transfer.receivedHeaderLine(line) ? size * count : 0
+    return withTransfer(userdata, orElse: 0) { $0.receivedHeaderLine(line) ? size * count : 0 }
 }
 
 private let curlPrerequestCallback: CurlEasy.PrerequestCallback = { userdata, _, _, _, _ in
-    transfer(userdata)?.sending() == false ? tp_prereq_abort() : tp_prereq_ok()
+    withTransfer(userdata, orElse: true) { $0.sending() } ? tp_prereq_ok() : tp_prereq_abort()
 }
 
 /// Opens the upstream sockets: close-on-exec, and only while descriptors are not short. A
