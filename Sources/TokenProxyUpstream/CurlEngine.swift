@@ -357,7 +357,8 @@ package final class CurlEngine: @unchecked Sendable {
 
     /// Removes a transfer from the multi handle, reports its end to the client (libcurl's
     /// `result`, or nil when its deadline passed) and gives its easy handle back; the table of
-    /// transfers held it alive until now.
+    /// transfers held it alive until now. Called from the engine's loop only, never from
+    /// inside a libcurl callback: the callbacks reach their transfer without retaining it.
     private func finish(_ transfer: CurlTransfer, result: CURLcode?) {
         guard let easy = transfer.easy, self.transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
             return

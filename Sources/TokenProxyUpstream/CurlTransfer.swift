@@ -396,8 +396,11 @@ package final class CurlTransfer: @unchecked Sendable {
 }
 
 /// Calls `body` with the transfer `userdata` points to, or gives `fallback` for none. The
-/// transfer is not retained for the call: the engine's table of transfers holds it while its
-/// easy handle is in the multi handle, which is whenever libcurl runs its callbacks.
+/// transfer is not retained for the call: while libcurl can call back for it, the engine
+/// holds it, in its table of transfers or, once a pass took it out to finish or cancel it,
+/// in that pass's own reference until its easy handle left the multi handle. This holds as
+/// long as nothing a callback reaches takes a transfer out of the table then and there: the
+/// engine does so only in its own loop (`CurlEngine.finish`, a cancel command).
 private func withTransfer<Result>(
     _ userdata: UnsafeMutableRawPointer?,
     orElse fallback: Result,

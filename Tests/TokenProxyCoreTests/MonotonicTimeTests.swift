@@ -5,10 +5,11 @@ import Testing
 /// `MonotonicTime` reads the clock `ContinuousClock` reads, and converts to and from it
 /// without loss.
 struct MonotonicTimeTests {
-    /// A reading taken between two of `ContinuousClock` lies between them: the same clock
-    /// and the same epoch. On a clock other than `ContinuousClock`'s (the monotonic clock
-    /// that stops while the machine sleeps, or the wall clock) the readings would differ by
-    /// the time slept since boot or by decades.
+    /// A reading taken between two of `ContinuousClock` lies between them: the same epoch
+    /// and the same units. The wall clock would be decades off. (`CLOCK_MONOTONIC`, which
+    /// stops while the machine sleeps, differs from `ContinuousClock`'s `CLOCK_BOOTTIME` only
+    /// by the time slept, nothing on a machine that never suspended: this cannot tell them
+    /// apart there.)
     @Test func readsTheClockContinuousClockReads() {
         for _ in 0..<100 {
             let before = ContinuousClock.now

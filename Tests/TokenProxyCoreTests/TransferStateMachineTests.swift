@@ -35,9 +35,10 @@ struct TransferStateMachineTests {
         }
     }
 
-    /// Which deadline an event armed.
+    /// Which deadline an event armed; `other` for an instant that is neither, which no
+    /// expected answer names.
     enum Armed: Sendable, Equatable {
-        case firstByte, idle
+        case firstByte, idle, other
     }
 
     /// What the state machine answered.
@@ -66,7 +67,7 @@ struct TransferStateMachineTests {
         case nil: .armed(nil)
         case Self.start + Self.firstByte: .armed(.firstByte)
         case Self.start + Self.idle: .armed(.idle)
-        default: .armed(nil)
+        default: .armed(.other)
         }
     }
 

@@ -1,4 +1,8 @@
-import Glibc
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// A reading of the continuous clock (`ContinuousClock`: monotonic, and counting while the
 /// machine sleeps), kept as its distance from the clock's epoch in a `Duration`.
@@ -8,8 +12,9 @@ import Glibc
 /// comes from a library built for evolution, so each copy of one, or of an optional one, goes
 /// through the library's value witnesses, and each reading of the clock through two calls
 /// into it. A `Duration`'s layout is known to the compiler, and ``now`` reads the clock
-/// `ContinuousClock` reads on Linux, `CLOCK_BOOTTIME`, directly (`MonotonicTimeTests` checks
-/// that the two agree).
+/// `ContinuousClock` reads on Linux, `CLOCK_BOOTTIME` (the Swift runtime's `Clock.cpp`),
+/// directly. `MonotonicTimeTests` checks that the readings agree, which catches another epoch
+/// or the wall clock; `CLOCK_MONOTONIC` would differ only by the time the machine slept.
 package struct MonotonicTime: Sendable, Hashable, Comparable {
     /// The distance from the clock's epoch (the machine's boot).
     package var sinceEpoch: Duration
