@@ -44,6 +44,12 @@ package struct AccessToken: Sendable, Equatable {
         lhs.value == rhs.value && lhs.expiry == rhs.expiry
     }
 
+    /// Whether the token was obtained at or after `start`: fetched while a request that
+    /// arrived then waited.
+    package func wasObtained(since start: MonotonicTime) -> Bool {
+        self.obtained.map { $0 >= start } ?? false
+    }
+
     /// How long before expiry this token counts as stale: `skew`, but never more than half
     /// the token's lifetime, so a token that lives shorter than the skew is still used for
     /// part of its life instead of prompting a token request per use.

@@ -23,7 +23,7 @@ struct CredentialRequest {
     let formBody: [UInt8]?
     let route: String
     /// When the request arrived: a token obtained since was fetched for it.
-    let requestStart: ContinuousClock.Instant
+    let requestStart: MonotonicTime
     let logger: Logger
 
     /// The credential made from `result`, or the error the client is answered with.
@@ -38,7 +38,7 @@ struct CredentialRequest {
                     Credential(
                         token: token,
                         header: header,
-                        fetchedForRequest: token.obtained(since: self.requestStart)
+                        fetchedForRequest: token.wasObtained(since: self.requestStart)
                     )
                 )
             case .failure(let error):
@@ -55,12 +55,12 @@ struct CredentialRequest {
     static func formatted(
         _ result: Result<AccessToken, ProxyError>,
         entry: CredentialRegistry.Entry,
-        requestStart: ContinuousClock.Instant
+        requestStart: MonotonicTime
     ) -> Credential? {
         guard case .success(let token) = result, entry.requestAuthorizer == nil, token.binding == nil,
             case .success(let header) = entry.header(for: token)
         else { return nil }
-        return Credential(token: token, header: header, fetchedForRequest: token.obtained(since: requestStart))
+        return Credential(token: token, header: header, fetchedForRequest: token.wasObtained(since: requestStart))
     }
 
     /// `error` for this request's route, logged.
@@ -101,12 +101,5 @@ struct CredentialRequest {
             }
         }
         return self.entry.header(for: token)
-    }
-}
-
-extension AccessToken {
-    /// Whether the token was obtained at or after `start` (fetched while a request waited).
-    fileprivate func obtained(since start: ContinuousClock.Instant) -> Bool {
-        self.obtainedAt.map { $0 >= start } ?? false
     }
 }

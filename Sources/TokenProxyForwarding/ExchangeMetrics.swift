@@ -1,5 +1,6 @@
 import TokenProxyMetrics
 import TokenProxyServer
+import TokenProxySupport
 
 /// Counts a finished exchange in the ``ProxyMetrics``: its status class and duration, and
 /// from its ``ForwardingOutcome`` a replay after a 401, a resend after a lost reused
@@ -16,7 +17,7 @@ enum ExchangeMetrics {
         let route = series.route
         // A tunnel's life is its two sides' to decide, minutes or hours: it is counted (status
         // 1xx) but kept out of the request-duration histogram, whose latency it would swamp.
-        let duration: Duration? = exchange.isTunnel ? nil : .now - exchange.startTime
+        let duration: Duration? = exchange.isTunnel ? nil : MonotonicTime.now - exchange.startTime
         series.requestFinished(status: exchange.responseStatus, duration: duration)
         if outcome.replayed {
             metrics.replayed(route: route)

@@ -315,16 +315,20 @@ extension ForwardingAttempt {
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer, to exchange: HTTPExchange) {
         var relayedBody = false
         exchange.batch { _ in
-            if let head = delivery.head {
-                let refusal = head.status == 401 ? self.refusal(of: head) : nil
-                let asksForNonce = self.token?.binding?.asksForNonce(head, url: self.url) ?? false
+            // The head is read where the delivery holds it; it is bound (and so copied) only for
+            // a 401 or a DPoP-bound token, which look into it.
+            if let status = delivery.head?.status {
+                var refusal: ProxyError?
+                var asksForNonce = false
+                if status == 401, let head = delivery.head {
+                    refusal = self.refusal(of: head)
+                }
+                if let binding = self.token?.binding, let head = delivery.head {
+                    asksForNonce = binding.asksForNonce(head, url: self.url)
+                }
                 self.perform(
-                    self.machine.responseHeadReceived(
-                        status: head.status,
-                        refusal: refusal,
-                        asksForNonce: asksForNonce
-                    ),
-                    head: head
+                    self.machine.responseHeadReceived(status: status, refusal: refusal, asksForNonce: asksForNonce),
+                    head: delivery.head
                 )
             }
             if delivery.resentByLibcurl {

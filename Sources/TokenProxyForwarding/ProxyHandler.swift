@@ -340,7 +340,7 @@ extension ForwardingRecord: HTTPExchangeObserver {
             "path": "\(exchange.head.path)",
             "route": "\(report.route)",
             "status": "\(exchange.responseStatus ?? 0)",
-            "duration_ms": "\((ContinuousClock.now - exchange.startTime).milliseconds)",
+            "duration_ms": "\((MonotonicTime.now - exchange.startTime).milliseconds)",
             "bytes": "\(exchange.responseBodyBytes)",
             "client": "\(exchange.remoteAddress)",
         ]

@@ -19,8 +19,8 @@ package final class HTTPExchange {
     package let remoteAddress: String
     /// The connection's context, which the exchange is confined to.
     package let context: SerialContext
-    /// When the head was complete, for durations in the access log.
-    package let startTime: ContinuousClock.Instant
+    /// When the head was complete, for durations in the access log and the metrics.
+    package let startTime: MonotonicTime
 
     /// Called when the output buffer drained after ``isWritable`` was false.
     package var onWritable: (() -> Void)?
