@@ -179,6 +179,11 @@ package final class CurlEngine: @unchecked Sendable {
                 self.expireDeadlines(now: now)
             }
             self.collectAndDeliver()
+            // Read before the inbox says the thread sleeps, so that a thread that sees it asleep
+            // (under the inbox's lock) sees this read done: the engine's state is its thread's
+            // alone, and a test that drives a transfer by hand beside a sleeping engine relies
+            // on that order.
+            let earliestDeadline = self.earliestDeadline
             // Commands that came in while this turn ran, or left from a burst, are taken
             // without sleeping; otherwise the next command wakes the thread.
             let sleep = self.inbox.withLockedValue { inbox -> Bool in
@@ -194,7 +199,7 @@ package final class CurlEngine: @unchecked Sendable {
                 if curlTimeout >= 0 {
                     timeout = min(timeout, curlTimeout)
                 }
-                if let earliest = self.earliestDeadline {
+                if let earliest = earliestDeadline {
                     timeout = max(0, min(timeout, Int((earliest - now).milliseconds) + 1))
                 }
             }
