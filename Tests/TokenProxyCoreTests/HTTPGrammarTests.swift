@@ -1,5 +1,6 @@
 import Testing
 
+@testable import TokenProxyConfiguration
 @testable import TokenProxyHTTP
 
 /// The byte classes of HTTP's grammar, checked byte by byte against their definitions.
@@ -26,6 +27,12 @@ struct HTTPGrammarTests {
                 #expect(HTTPGrammar.isToken(bytes) == expected, "byte \(value)")
                 bytes.withUnsafeBufferPointer { #expect(HTTPGrammar.isToken($0) == expected, "byte \(value)") }
                 bytes.withUnsafeBytes { #expect(HTTPGrammar.isToken($0) == expected, "byte \(value)") }
+                // The configuration's check of header names (a layer below HTTP, with its own
+                // copy of the rule) agrees, for the ASCII a String keeps as it is.
+                if value < 128 {
+                    let name = String(decoding: bytes, as: UTF8.self)
+                    #expect(ConfigurationSyntax.isToken(name) == expected, "byte \(value)")
+                }
             }
         }
         #expect(!HTTPGrammar.isToken([UInt8]()))
