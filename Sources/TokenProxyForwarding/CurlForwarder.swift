@@ -72,11 +72,11 @@ package final class CurlForwarder: RouteForwarder {
         self.credentials.reload(configuration)
     }
 
-    /// Sends `exchange` upstream along `match`; `record` follows how it went.
+    /// Sends `exchange` upstream along `match`; `report` is told how it went when it ends.
     package func forward(
         _ exchange: HTTPExchange,
         along match: Router.Match,
-        record: ForwardingRecord,
+        report: AccessReport,
         logger: Logger
     ) {
         // The route is read where the router keeps it: a local copy would copy all its fields.
@@ -86,6 +86,7 @@ package final class CurlForwarder: RouteForwarder {
             base = try match.base.get()
             url = try UpstreamURL.build(base: base, path: match.upstreamPath, query: exchange.head.query)
         } catch {
+            ForwardingRecord.observe(exchange, reportedBy: report)
             exchange.respond(
                 ErrorResponse.response(
                     for: ProxyError(.badRequest, "cannot build the upstream URL: \(error)", route: match.route.name)
@@ -98,6 +99,7 @@ package final class CurlForwarder: RouteForwarder {
         var entry: CredentialRegistry.Entry?
         if let providerName = match.route.provider {
             guard let found = self.credentials.entry(providerName) else {
+                ForwardingRecord.observe(exchange, reportedBy: report)
                 exchange.respond(
                     ErrorResponse.response(
                         for: ProxyError(
@@ -119,9 +121,11 @@ package final class CurlForwarder: RouteForwarder {
         case .ordinary:
             break
         case .refused(let error):
+            ForwardingRecord.observe(exchange, reportedBy: report)
             exchange.respond(to: error)
             return
         case .upgrade(let protocols):
+            let record = ForwardingRecord.observe(exchange, reportedBy: report)
             guard self.tunnels.take() else {
                 exchange.respond(
                     to: ProxyError(
@@ -182,7 +186,7 @@ package final class CurlForwarder: RouteForwarder {
         )
         let attempt = ForwardingAttempt(
             exchange: exchange,
-            record: record,
+            report: report,
             match: match,
             base: base,
             url: url,
@@ -193,8 +197,9 @@ package final class CurlForwarder: RouteForwarder {
             limits: limits,
             logger: logger
         )
-        // The exchange owns the attempt until it ends; a client that leaves stops its transfer.
-        exchange.onClose = { [attempt] in attempt.clientClosed() }
+        // The exchange owns the attempt, its observer, until it ends; a client that leaves stops
+        // its transfer.
+        exchange.observer = attempt
         attempt.begin()
     }
 

@@ -10,9 +10,10 @@ import TokenProxyUpstream
 /// ``ForwardingStateMachine``, which it feeds every event (a credential, body bytes, a
 /// response head, the end of a transfer, the client leaving) and whose every action it
 /// carries out. It keeps what the state machine cannot: the token and credential used, and
-/// the transfer in flight. Confined to the exchange's context; the exchange owns it (by its
-/// `onClose` hook) until the exchange ends.
-final class ForwardingAttempt {
+/// the transfer in flight. Confined to the exchange's context; the exchange owns it as its
+/// observer until the exchange ends, and the attempt then reports the exchange with the
+/// machine's outcome.
+final class ForwardingAttempt: HTTPExchangeObserver {
     /// The route the request matched and its upstream path.
     let match: Router.Match
     /// The route's upstream, for `Location` rewriting.
@@ -31,11 +32,12 @@ final class ForwardingAttempt {
     let limits: Limits
     /// The exchange's context, which the attempt is confined to.
     let context: SerialContext
-    /// Weak: the exchange owns the attempt, not the other way round; a client that leaves
-    /// while a token is fetched frees both at once.
-    private weak var exchange: HTTPExchange?
-    /// Where the outcome so far is left for the access line and the metrics.
-    private let record: ForwardingRecord
+    /// The exchange, which holds the attempt as its observer until it ends and then drops
+    /// it: the cycle lasts as long as the exchange, and a client that leaves while a token is
+    /// fetched frees both at once (the token's wait holds the attempt weakly).
+    private let exchange: HTTPExchange
+    /// Where the access line and the metrics go when the exchange completes.
+    private let report: AccessReport
     private var machine: ForwardingStateMachine
     /// The token the current attempt was sent with.
     private var token: AccessToken?
@@ -49,7 +51,7 @@ final class ForwardingAttempt {
     /// An attempt for `exchange`, not started until ``begin()``.
     init(
         exchange: HTTPExchange,
-        record: ForwardingRecord,
+        report: AccessReport,
         match: Router.Match,
         base: UpstreamURL.Base,
         url: String,
@@ -61,7 +63,7 @@ final class ForwardingAttempt {
         logger: Logger
     ) {
         self.exchange = exchange
-        self.record = record
+        self.report = report
         self.context = exchange.context
         self.match = match
         self.base = base
@@ -80,22 +82,25 @@ final class ForwardingAttempt {
     }
 
     /// The client connection ended before the answer: the transfer in flight (if any) stops.
-    func clientClosed() {
+    func exchangeConnectionClosed(_ exchange: HTTPExchange) {
         self.perform(self.machine.clientClosed())
+    }
+
+    /// The exchange ended: reported with how it went upstream, the machine's outcome.
+    func exchangeCompleted(_ exchange: HTTPExchange, finished: Bool) {
+        self.report.exchangeCompleted(exchange, outcome: self.machine.outcome, finished: finished)
     }
 
     /// Carries out `action` (in the exchange's context): `bytes` are the request body bytes
     /// of a body event or the response body bytes of a delivery, `head` the response head of
-    /// a delivery. The outcome so far is written to the record first, so that an action that
-    /// ends the exchange is logged with it. (The delivery's parts are passed, not the
-    /// delivery as an optional: that would copy it.)
+    /// a delivery. (The delivery's parts are passed, not the delivery as an optional: that
+    /// would copy it.)
     private func perform(
         _ action: ForwardingStateMachine.Action,
         bytes: [UInt8] = [],
         head: HTTPResponseHead? = nil
     ) {
-        guard let exchange = self.exchange else { return }
-        self.record.outcome = self.machine.outcome
+        let exchange = self.exchange
         switch action {
         case .none, .dropHead, .dropBody:
             break
@@ -180,7 +185,7 @@ final class ForwardingAttempt {
     /// Replays after a dropped refusal (a 401, or a status of `renew_on_status`): the token
     /// it answered is invalidated (if still current) and a credential obtained again.
     private func reauthorize(formBody: [UInt8]?) {
-        guard let exchange = self.exchange, !exchange.isComplete else { return }
+        guard !self.exchange.isComplete else { return }
         if let token = self.token {
             self.entry?.source.invalidate(token)
         }
@@ -211,7 +216,8 @@ final class ForwardingAttempt {
         entry: CredentialRegistry.Entry,
         formBody: [UInt8]?
     ) {
-        guard let exchange = self.exchange, !exchange.isComplete else { return }
+        let exchange = self.exchange
+        guard !exchange.isComplete else { return }
         // The usual case, a token formatted into its header, is taken without describing the
         // request, which copies the method, the URL and the logger.
         if let credential = CredentialRequest.formatted(result, entry: entry, requestStart: exchange.startTime) {

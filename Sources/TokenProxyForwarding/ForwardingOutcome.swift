@@ -1,4 +1,5 @@
 import TokenProxyMetrics
+import TokenProxyServer
 
 /// How an exchange's request went upstream: what its access-log line and the metrics report
 /// beside the status (`docs/reference/log-fields.md`, `docs/reference/metrics.md`). The
@@ -25,20 +26,32 @@ package struct ForwardingOutcome: Sendable, Equatable {
     package init() {}
 }
 
-/// Where the forwarder leaves one exchange's ``ForwardingOutcome`` for the access line and
-/// the metrics, read when the exchange completes. Confined, like the exchange, to the
+/// The observer of an exchange that has no ``ForwardingAttempt`` to report it (one the proxy
+/// answers itself, or a tunnel): where its ``ForwardingOutcome`` is left for the access line
+/// and the metrics, read when the exchange completes. Confined, like the exchange, to the
 /// connection's context.
-package final class ForwardingRecord {
+package final class ForwardingRecord: HTTPExchangeObserver {
     /// How the request went upstream so far.
     package var outcome = ForwardingOutcome()
-    /// Where the access line and the metrics go when the exchange completes (the record is
-    /// the exchange's observer).
+    /// Where the access line and the metrics go when the exchange completes.
     let report: AccessReport
 
     /// An empty record (a plain request so far), reported by `report` when its exchange
     /// completes.
     init(report: AccessReport) {
         self.report = report
+    }
+
+    /// Makes a new record, reported by `report`, `exchange`'s observer, and returns it.
+    @discardableResult
+    package static func observe(_ exchange: HTTPExchange, reportedBy report: AccessReport) -> ForwardingRecord {
+        let record = ForwardingRecord(report: report)
+        exchange.observer = record
+        return record
+    }
+
+    package func exchangeCompleted(_ exchange: HTTPExchange, finished: Bool) {
+        self.report.exchangeCompleted(exchange, outcome: self.outcome, finished: finished)
     }
 }
 

@@ -212,8 +212,14 @@ package final class ProxyHandler: HTTPExchangeHandler {
                 return
             }
         }
-        let record = self.logAccess(exchange, route: match.route.name, series: services?.metrics)
-        self.forwarder.forward(exchange, along: match, record: record, logger: services?.logger ?? self.logger)
+        // The forwarder makes the exchange's observer, which reports it with how it went
+        // upstream (the request's attempt itself, so that a request makes no record of its own).
+        self.forwarder.forward(
+            exchange,
+            along: match,
+            report: self.accessReport(route: match.route.name, series: services?.metrics),
+            logger: services?.logger ?? self.logger
+        )
     }
 
     /// Serves one exchange on a separate admin listener, where endpoints sit at the root.
@@ -269,93 +275,27 @@ package final class ProxyHandler: HTTPExchangeHandler {
         )
     }
 
-    /// Counts the exchange in the metrics (in `series`, the route's as the router keeps it, else
-    /// under `metricsRoute`, by default `route`) and writes the access-log line when it ends
-    /// (`docs/reference/log-fields.md`). The query is never logged: it may carry keys. An answer
-    /// the proxy made itself brings its `error` code (and for a 502 or 504 its `reason`) in the
-    /// exchange's log fields (``HTTPExchange/respond(_:)``);
-    /// how the request went upstream comes from the ``ForwardingOutcome`` the forwarder leaves
-    /// in the returned record.
-    @discardableResult
-    private func logAccess(
-        _ exchange: HTTPExchange,
+    /// What the exchange's access line and metrics need: counted in `series` (the route's as
+    /// the router keeps it), else under `metricsRoute`, by default `route`.
+    private func accessReport(
         route: String,
         metricsRoute: String? = nil,
         series: ProxyMetrics.RouteSeries? = nil
-    ) -> ForwardingRecord {
-        let record = ForwardingRecord(
-            report: AccessReport(
-                logger: self.logger,
-                metrics: self.metrics,
-                route: route,
-                series: series ?? self.metrics.series(forRoute: metricsRoute ?? route),
-                logs: self.logger.logLevel <= .info
-            )
+    ) -> AccessReport {
+        AccessReport(
+            logger: self.logger,
+            metrics: self.metrics,
+            route: route,
+            series: series ?? self.metrics.series(forRoute: metricsRoute ?? route),
+            logs: self.logger.logLevel <= .info
         )
-        exchange.observer = record
-        return record
     }
 
-    /// The access line's fields for how the request went upstream (`docs/reference/log-fields.md`).
-    fileprivate static func addOutcome(_ outcome: ForwardingOutcome, to metadata: inout Logger.Metadata) {
-        if outcome.tokenRefreshed {
-            metadata["token_refreshed"] = "true"
-        }
-        if outcome.replayed {
-            metadata["replayed"] = "true"
-        }
-        if outcome.resent {
-            metadata["resent"] = "true"
-        }
-        if outcome.nonceRetried {
-            metadata["nonce_retried"] = "true"
-        }
-        if let failure = outcome.upstreamFailure {
-            metadata["upstream_error"] = .string(failure.rawValue)
-        }
-    }
-}
-
-/// What an exchange's access line and metrics need once it completes, kept in its
-/// ``ForwardingRecord``.
-struct AccessReport {
-    let logger: Logger
-    let metrics: ProxyMetrics
-    /// The route named on the access line.
-    let route: String
-    /// The series the metrics count the request in (its route is the `route` label).
-    let series: ProxyMetrics.RouteSeries
-    /// Whether access lines are written at the logger's level.
-    let logs: Bool
-}
-
-extension ForwardingRecord: HTTPExchangeObserver {
-    /// Records the metrics and writes the access line (`docs/reference/log-fields.md`).
-    package func exchangeCompleted(_ exchange: HTTPExchange, finished: Bool) {
-        let report = self.report
-        ExchangeMetrics.record(exchange, outcome: self.outcome, series: report.series, in: report.metrics)
-        guard report.logs else { return }
-        var metadata: Logger.Metadata = [
-            "method": "\(exchange.head.method)",
-            "path": "\(exchange.head.path)",
-            "route": "\(report.route)",
-            "status": "\(exchange.responseStatus ?? 0)",
-            "duration_ms": "\((MonotonicTime.now - exchange.startTime).milliseconds)",
-            "bytes": "\(exchange.responseBodyBytes)",
-            "client": "\(exchange.remoteAddress)",
-        ]
-        if !finished {
-            metadata["aborted"] = "true"
-        }
-        if exchange.isTunnel {
-            // One line per tunnel at its end: bytes each way, and its whole duration.
-            metadata["tunnel"] = "true"
-            metadata["request_bytes"] = "\(exchange.requestBodyBytes)"
-        }
-        for (key, value) in exchange.logFields {
-            metadata[key] = .string(value)
-        }
-        ProxyHandler.addOutcome(self.outcome, to: &metadata)
-        report.logger.info("request", metadata: metadata)
+    /// Counts the exchange, which the proxy answers itself, in the metrics and writes its
+    /// access line when it ends (``AccessReport``). An answer the proxy made brings its
+    /// `error` code (and for a 502 or 504 its `reason`) in the exchange's log fields
+    /// (``HTTPExchange/respond(_:)``).
+    private func logAccess(_ exchange: HTTPExchange, route: String, metricsRoute: String? = nil) {
+        exchange.observer = ForwardingRecord(report: self.accessReport(route: route, metricsRoute: metricsRoute))
     }
 }

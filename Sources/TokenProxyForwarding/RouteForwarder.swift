@@ -6,9 +6,11 @@ import TokenProxyServer
 /// Sends a routed request to its upstream and streams the answer back: the seam between
 /// routing and the upstream engine (libcurl in production, fakes in tests).
 package protocol RouteForwarder: Sendable {
-    /// Forwards `exchange` along `match`, leaving how it went upstream in `record`. Called in
-    /// the exchange's context; must respond or abort.
-    func forward(_ exchange: HTTPExchange, along match: Router.Match, record: ForwardingRecord, logger: Logger)
+    /// Forwards `exchange` along `match`. Called in the exchange's context; must respond or
+    /// abort, and first make the exchange's observer one that hands `report` how the request
+    /// went upstream when the exchange completes (``ForwardingRecord/observe(_:reportedBy:)``,
+    /// or an object of its own).
+    func forward(_ exchange: HTTPExchange, along match: Router.Match, report: AccessReport, logger: Logger)
 
     /// Applies a reloaded configuration (providers may have changed).
     func reload(_ configuration: ProxyConfiguration)

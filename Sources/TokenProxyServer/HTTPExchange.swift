@@ -26,9 +26,9 @@ package final class HTTPExchange {
     package var onWritable: (() -> Void)?
     /// Called once if the connection ends before the response finished (client gone, reset).
     package var onClose: (() -> Void)?
-    /// Told once when the exchange ends, for access logs and metrics. An object rather than a
-    /// closure: the access line's record is the observer, so a request allocates one object
-    /// for it, not a record and a closure context.
+    /// Told once when the exchange ends, for access logs and metrics, and when the connection
+    /// ended first. An object rather than closures: what serves the request can be its
+    /// observer, so that a request allocates no record or closure context for either.
     package var observer: (any HTTPExchangeObserver)?
     /// Fields that handlers add to the exchange's access-log line (the error code and reason
     /// of an answer the proxy made itself).
@@ -211,6 +211,7 @@ package final class HTTPExchange {
         let callback = self.onClose
         self.onClose = nil
         callback?()
+        self.observer?.exchangeConnectionClosed(self)
         self.complete(finished: false)
     }
 
@@ -243,9 +244,20 @@ package final class HTTPExchange {
 @available(*, unavailable)
 extension HTTPExchange: Sendable {}
 
-/// Who learns that an exchange ended: `finished` is `true` when the response was finished,
-/// `false` when it was aborted or the connection ended first. Called on the exchange's
-/// context; the exchange drops its observer then.
+/// Who learns that an exchange ended, and owns what serves it until then: the exchange holds
+/// its observer strongly and drops it when it ends. Called on the exchange's context.
 package protocol HTTPExchangeObserver: AnyObject {
+    /// The connection ended before the exchange completed (the client left, or the
+    /// connection failed); ``exchangeCompleted(_:finished:)`` follows at once. Called after
+    /// the exchange's ``HTTPExchange/onClose``.
+    func exchangeConnectionClosed(_ exchange: HTTPExchange)
+
+    /// The exchange ended: `finished` is `true` when the response was finished, `false` when
+    /// it was aborted or the connection ended first.
     func exchangeCompleted(_ exchange: HTTPExchange, finished: Bool)
+}
+
+extension HTTPExchangeObserver {
+    /// An observer that only reports ignores the connection's end until the exchange completes.
+    package func exchangeConnectionClosed(_ exchange: HTTPExchange) {}
 }

@@ -66,8 +66,8 @@ private final class ContextRecordingForwarder: RouteForwarder, @unchecked Sendab
         self.inner = inner
     }
 
-    func forward(_ exchange: HTTPExchange, along match: Router.Match, record: ForwardingRecord, logger: Logger) {
-        self.inner.forward(exchange, along: match, record: record, logger: logger)
+    func forward(_ exchange: HTTPExchange, along match: Router.Match, report: AccessReport, logger: Logger) {
+        self.inner.forward(exchange, along: match, report: report, logger: logger)
         self.contexts.withLockedValue { $0[exchange.head.path] = exchange.context }
     }
 

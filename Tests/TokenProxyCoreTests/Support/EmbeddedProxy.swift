@@ -55,7 +55,8 @@ final class FakeForwarder: RouteForwarder, @unchecked Sendable {
         self.answer = answer
     }
 
-    func forward(_ exchange: HTTPExchange, along match: Router.Match, record: ForwardingRecord, logger: Logger) {
+    func forward(_ exchange: HTTPExchange, along match: Router.Match, report: AccessReport, logger: Logger) {
+        ForwardingRecord.observe(exchange, reportedBy: report)
         self.forwarded.append((match.route.name, exchange.head.target))
         switch self.answer {
         case .routeName:

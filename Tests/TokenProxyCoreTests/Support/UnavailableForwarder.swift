@@ -11,7 +11,8 @@ struct UnavailableForwarder: RouteForwarder {
     init() {}
 
     /// Answers 502 `upstream_unreachable`.
-    func forward(_ exchange: HTTPExchange, along match: Router.Match, record: ForwardingRecord, logger: Logger) {
+    func forward(_ exchange: HTTPExchange, along match: Router.Match, report: AccessReport, logger: Logger) {
+        ForwardingRecord.observe(exchange, reportedBy: report)
         exchange.respond(
             to: ProxyError(
                 .upstreamUnreachable,
