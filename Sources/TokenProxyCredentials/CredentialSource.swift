@@ -1,7 +1,9 @@
 import TokenProxySupport
 
-/// Where a provider's tokens come from: one implementation per grant.
-package protocol CredentialSource: Sendable {
+/// Where a provider's tokens come from: one implementation per grant, each an object, so
+/// that a request takes its provider's source as one reference rather than copying a boxed
+/// value.
+package protocol CredentialSource: AnyObject, Sendable {
     /// Produces a currently valid token, or the error the client gets (`token_unavailable`,
     /// `login_required`). `completion` may run on any thread.
     func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void)

@@ -3,7 +3,7 @@ import TokenProxySupport
 
 /// The `static` grant: a fixed token from a secret. A `{"file": …}` secret is re-read when
 /// the file changes, so a rotated key is picked up without a restart.
-struct StaticCredentialSource: CredentialSource {
+final class StaticCredentialSource: CredentialSource {
     private let name: String
     private let secret: Secret
     /// The answer for a secret that cannot change while the process runs (a literal or an

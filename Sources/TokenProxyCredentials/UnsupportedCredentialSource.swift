@@ -3,9 +3,15 @@ import TokenProxyConfiguration
 import TokenProxySupport
 
 /// A grant this build cannot obtain tokens for yet: every request gets a clear error.
-struct UnsupportedCredentialSource: CredentialSource {
+final class UnsupportedCredentialSource: CredentialSource {
     let name: String
     let grant: GrantType
+
+    /// The source for provider `name`, configured with `grant`.
+    init(name: String, grant: GrantType) {
+        self.name = name
+        self.grant = grant
+    }
 
     func token(completion: @escaping @Sendable (Result<AccessToken, ProxyError>) -> Void) {
         if self.grant.isInteractive {

@@ -5,7 +5,9 @@ import TokenProxyServer
 
 /// Sends a routed request to its upstream and streams the answer back: the seam between
 /// routing and the upstream engine (libcurl in production, fakes in tests).
-package protocol RouteForwarder: Sendable {
+///
+/// An object, so that a request calls it through one reference rather than a boxed value.
+package protocol RouteForwarder: AnyObject, Sendable {
     /// Forwards `exchange` along `match`. Called in the exchange's context; must respond or
     /// abort, and first make the exchange's observer one that hands `report` how the request
     /// went upstream when the exchange completes (``ForwardingRecord/observe(_:reportedBy:)``,

@@ -1,5 +1,6 @@
-/// Where a transfer's response goes.
-package protocol CurlResponseSink: Sendable {
+/// Where a transfer's response goes. An object: the transfer holds it as a reference, so that
+/// keeping and passing it retains one object rather than copying a boxed value.
+package protocol CurlResponseSink: AnyObject, Sendable {
     /// Takes what one engine turn collected (called on the engine); must report body bytes
     /// back with ``CurlTransfer/bodyDelivered(_:consumerWritable:)``.
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer)

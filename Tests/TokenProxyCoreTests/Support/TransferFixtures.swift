@@ -2,7 +2,7 @@
 @testable import TokenProxyUpstream
 
 /// A sink that takes nothing: for transfers a test drives by hand, or only needs to name.
-struct DroppingSink: CurlResponseSink {
+final class DroppingSink: CurlResponseSink {
     func deliver(_ delivery: CurlDelivery, from transfer: CurlTransfer) {}
     func resumeRequestBody() {}
 }

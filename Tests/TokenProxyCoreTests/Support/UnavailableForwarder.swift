@@ -6,7 +6,7 @@ import Logging
 
 /// A forwarder for tests that do not reach an upstream: every routed request is answered
 /// 502 `upstream_unreachable`.
-struct UnavailableForwarder: RouteForwarder {
+final class UnavailableForwarder: RouteForwarder {
     /// Creates the forwarder.
     init() {}
 
