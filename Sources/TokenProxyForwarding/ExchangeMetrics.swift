@@ -17,8 +17,8 @@ enum ExchangeMetrics {
         let route = series.route
         // A tunnel's life is its two sides' to decide, minutes or hours: it is counted (status
         // 1xx) but kept out of the request-duration histogram, whose latency it would swamp.
-        let duration: Duration? = exchange.isTunnel ? nil : MonotonicTime.now - exchange.startTime
-        series.requestFinished(status: exchange.responseStatus, duration: duration)
+        let nanoseconds: Int64? = exchange.isTunnel ? nil : MonotonicTime.now.nanoseconds(since: exchange.startTime)
+        series.requestFinished(status: exchange.responseStatus, nanoseconds: nanoseconds)
         if outcome.replayed {
             metrics.replayed(route: route)
         }

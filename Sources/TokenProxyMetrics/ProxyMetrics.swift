@@ -107,6 +107,12 @@ package final class ProxyMetrics: Sendable {
 
         /// Counts one answered request and, when known, its duration.
         package func requestFinished(status: Int?, duration: Duration?) {
+            self.requestFinished(status: status, nanoseconds: duration.map(ProxyMetrics.nanoseconds))
+        }
+
+        /// Counts one answered request and, when known, its duration in nanoseconds (as the
+        /// request path measures it, with no `Duration` to convert).
+        package func requestFinished(status: Int?, nanoseconds: Int64?) {
             let statusIndex = ProxyMetrics.statusClassIndex(status)
             let found = self.made.withLockedValue { ($0.requests[statusIndex], $0.duration) }
             let counter =
@@ -120,7 +126,7 @@ package final class ProxyMetrics: Sendable {
                     return counter
                 }()
             counter.increment()
-            guard let duration else { return }
+            guard let nanoseconds else { return }
             let timer =
                 found.1
                 ?? {
@@ -128,7 +134,7 @@ package final class ProxyMetrics: Sendable {
                     self.made.withLockedValue { $0.duration = timer }
                     return timer
                 }()
-            timer.recordNanoseconds(ProxyMetrics.nanoseconds(duration))
+            timer.recordNanoseconds(nanoseconds)
         }
     }
 

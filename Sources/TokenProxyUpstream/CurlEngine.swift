@@ -49,7 +49,7 @@ package final class CurlEngine: @unchecked Sendable {
     /// Commands from other threads (guarded by its mutex).
     let inbox = Mutex(Inbox())
     /// The running transfers, which the table keeps alive (engine thread only).
-    private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
+    private var transfers = TransferTable()
     /// Transfers whose socket could not be added to the epoll set, ended with an error once
     /// the libcurl call that asked for it returned (engine thread only).
     private var unwatchable: [CurlTransfer] = []
@@ -320,8 +320,8 @@ package final class CurlEngine: @unchecked Sendable {
     /// deadline.
     private func expireDeadlines(now: MonotonicTime) {
         var next: MonotonicTime?
-        for transfer in self.transfers.values {
-            guard let deadline = transfer.deadline else { continue }
+        for index in 0..<self.transfers.capacity {
+            guard let transfer = self.transfers[index], let deadline = transfer.deadline else { continue }
             if deadline <= now {
                 self.finish(transfer, result: nil)
             } else if next.map({ deadline < $0 }) ?? true {
@@ -336,17 +336,14 @@ package final class CurlEngine: @unchecked Sendable {
         switch command {
         case .add(let transfer):
             guard let easy = transfer.prepare() else { return }
-            self.transfers[ObjectIdentifier(transfer)] = transfer
+            self.transfers.insert(transfer)
             self.fitConnectionCache()
             easy.add(to: self.multi)
         case .resume(let transfer):
-            guard self.transfers[ObjectIdentifier(transfer)] != nil else { return }
+            guard self.transfers.contains(transfer) else { return }
             transfer.unpause()
         case .cancel(let transfer):
-            guard let easy = transfer.easy, self.transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil
-            else {
-                return
-            }
+            guard let easy = transfer.easy, self.transfers.remove(transfer) else { return }
             easy.remove(from: self.multi)
             transfer.release()
         }
@@ -365,9 +362,7 @@ package final class CurlEngine: @unchecked Sendable {
     /// transfers held it alive until now. Called from the engine's loop only, never from
     /// inside a libcurl callback: the callbacks reach their transfer without retaining it.
     private func finish(_ transfer: CurlTransfer, result: CURLcode?) {
-        guard let easy = transfer.easy, self.transfers.removeValue(forKey: ObjectIdentifier(transfer)) != nil else {
-            return
-        }
+        guard let easy = transfer.easy, self.transfers.remove(transfer) else { return }
         easy.remove(from: self.multi)
         transfer.complete(result: result)
         transfer.release()

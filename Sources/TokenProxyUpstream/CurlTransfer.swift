@@ -63,6 +63,8 @@ package final class CurlTransfer: @unchecked Sendable {
     private var bodyBytesRead: Int64 = 0  // engine thread only
     /// How far the transfer got, and its deadline (engine thread only).
     private var life: TransferStateMachine
+    /// The transfer's slot in its engine's ``TransferTable``, -1 outside it (engine thread only).
+    var tableSlot = -1
 
     /// A transfer of `request` that `engine` will run once given it (``CurlEngine/add(_:)``).
     package init(
@@ -81,8 +83,8 @@ package final class CurlTransfer: @unchecked Sendable {
         self.provider = provider
         self.life = TransferStateMachine(
             resendable: options.resendable,
-            firstByteLimit: .milliseconds(Int64(CurlRequestSetup.milliseconds(options.firstByteTimeout))),
-            idleLimit: options.idleTimeout.map { .milliseconds(Int64(CurlRequestSetup.milliseconds($0))) }
+            firstByteLimit: CurlRequestSetup.milliseconds(options.firstByteTimeout),
+            idleLimit: options.idleTimeout.map { CurlRequestSetup.milliseconds($0) }
         )
         if case .length(0) = request.body {
             // An announced empty body: nothing will be appended, so it is complete already.

@@ -70,14 +70,15 @@ struct TransferStateMachine: Sendable {
     private var sends = 0
     private let resendable: Bool
     private var outboxQueued = false
-    private let firstByteLimit: Duration
-    private let idleLimit: Duration?
+    /// The first-byte and body idle limits, in milliseconds (as libcurl's options are).
+    private let firstByteLimit: Int
+    private let idleLimit: Int?
     /// When the engine ends the transfer, if it is still running then.
     private(set) var deadline: MonotonicTime?
 
     /// `resendable` whether libcurl may send the request twice; the first-byte and the body's
-    /// idle limits (none for the body: nil).
-    init(resendable: Bool, firstByteLimit: Duration, idleLimit: Duration?) {
+    /// idle limits in milliseconds (none for the body: nil).
+    init(resendable: Bool, firstByteLimit: Int, idleLimit: Int?) {
         self.resendable = resendable
         self.firstByteLimit = firstByteLimit
         self.idleLimit = idleLimit
@@ -140,7 +141,7 @@ extension TransferStateMachine {
         switch self.response {
         case .awaiting, .begun:
             self.response = .relaying
-            self.deadline = self.idleLimit.map { now + $0 }
+            self.deadline = self.idleLimit.map { now.advanced(byMilliseconds: $0) }
             return self.deadline
         case .refused, .relaying, .ended:
             return nil
@@ -152,7 +153,7 @@ extension TransferStateMachine {
         guard let idle = self.idleLimit else { return nil }
         switch self.response {
         case .relaying:
-            self.deadline = now + idle
+            self.deadline = now.advanced(byMilliseconds: idle)
             return self.deadline
         case .awaiting, .begun, .refused, .ended:
             return nil
@@ -230,7 +231,7 @@ extension TransferStateMachine {
     private mutating func armFirstByte(now: MonotonicTime) -> MonotonicTime? {
         switch self.response {
         case .awaiting, .begun, .refused:
-            self.deadline = now + self.firstByteLimit
+            self.deadline = now.advanced(byMilliseconds: self.firstByteLimit)
             return self.deadline
         case .relaying, .ended:
             return nil

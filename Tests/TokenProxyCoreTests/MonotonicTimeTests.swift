@@ -32,4 +32,23 @@ struct MonotonicTimeTests {
         #expect(time < later && !(later < time) && !(time < time))
         #expect(later.instant == instant + .seconds(2))
     }
+
+    /// The request path's arithmetic in nanoseconds agrees with `Duration`'s, and saturates
+    /// rather than traps at the ends of the range (a configured limit is bounded, but the
+    /// arithmetic itself must not be able to crash the process).
+    @Test func countsInNanosecondsAndSaturates() {
+        let time = MonotonicTime(nanoseconds: 5_000_000_000)
+        #expect(time.advanced(byMilliseconds: 1_500) == time + .milliseconds(1_500))
+        #expect(time.advanced(byMilliseconds: -2_000).nanoseconds == 3_000_000_000)
+        #expect(time.advanced(byMilliseconds: 1_500).nanoseconds(since: time) == 1_500_000_000)
+        #expect(time.nanoseconds(since: time.advanced(byMilliseconds: 1)) == -1_000_000)
+        #expect(MonotonicTime(sinceEpoch: .nanoseconds(7) + .seconds(3)).nanoseconds == 3_000_000_007)
+        #expect(time.sinceEpoch == .seconds(5))
+        #expect(time.advanced(byMilliseconds: .max).nanoseconds == .max)
+        // The interval saturates first (at `Int64.min` nanoseconds), and the sum stays in range.
+        #expect(time.advanced(byMilliseconds: .min).nanoseconds == .min + 5_000_000_000)
+        #expect((time + .seconds(Int64.max)).nanoseconds == .max)
+        #expect(MonotonicTime(nanoseconds: .max).nanoseconds(since: MonotonicTime(nanoseconds: -1)) == .max)
+        #expect(MonotonicTime(nanoseconds: .min).nanoseconds(since: MonotonicTime(nanoseconds: 1)) == .min)
+    }
 }

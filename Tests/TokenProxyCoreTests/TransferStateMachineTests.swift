@@ -50,8 +50,8 @@ struct TransferStateMachineTests {
     }
 
     static let start = MonotonicTime.now
-    static let firstByte = Duration.seconds(10)
-    static let idle = Duration.seconds(60)
+    static let firstByte = 10_000
+    static let idle = 60_000
     static let framing = ProxyError(.upstreamUnreachable, "two Content-Length fields")
 
     static func machine(resendable: Bool = true, idle: Bool = true) -> TransferStateMachine {
@@ -65,8 +65,8 @@ struct TransferStateMachineTests {
     static func armed(_ instant: MonotonicTime?) -> Answer {
         switch instant {
         case nil: .armed(nil)
-        case Self.start + Self.firstByte: .armed(.firstByte)
-        case Self.start + Self.idle: .armed(.idle)
+        case Self.start.advanced(byMilliseconds: Self.firstByte): .armed(.firstByte)
+        case Self.start.advanced(byMilliseconds: Self.idle): .armed(.idle)
         default: .armed(.other)
         }
     }

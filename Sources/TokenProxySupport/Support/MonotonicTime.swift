@@ -5,29 +5,39 @@
 #endif
 
 /// A reading of the continuous clock (`ContinuousClock`: monotonic, and counting while the
-/// machine sleeps), kept as its distance from the clock's epoch in a `Duration`.
+/// machine sleeps), kept as whole nanoseconds from the clock's epoch.
 ///
-/// The times a request's transfer and token carry several times a request (deadlines, when
-/// a token expires) are kept as this rather than as `ContinuousClock.Instant`: that type
-/// comes from a library built for evolution, so each copy of one, or of an optional one, goes
-/// through the library's value witnesses, and each reading of the clock through two calls
-/// into it. A `Duration`'s layout is known to the compiler, and ``now`` reads the clock
-/// `ContinuousClock` reads on Linux, `CLOCK_BOOTTIME` (the Swift runtime's `Clock.cpp`),
-/// directly. `MonotonicTimeTests` checks that the readings agree, which catches another epoch
-/// or the wall clock; `CLOCK_MONOTONIC` would differ only by the time the machine slept.
+/// The times a request's transfer, exchange and token carry several times a request
+/// (deadlines, when a token expires, how long a request took) are kept as this rather than
+/// as `ContinuousClock.Instant` or `Duration`: those come from libraries built for evolution,
+/// so each copy of an instant goes through the library's value witnesses, and each reading
+/// of the clock, comparison or sum is a call into the library, with 128-bit arithmetic for a
+/// `Duration`. Nanoseconds in 64 bits last 292 years from the machine's boot. ``now`` reads
+/// the clock `ContinuousClock` reads on Linux, `CLOCK_BOOTTIME` (the Swift runtime's
+/// `Clock.cpp`), directly. `MonotonicTimeTests` checks that the readings agree, which
+/// catches another epoch or the wall clock; `CLOCK_MONOTONIC` would differ only by the time
+/// the machine slept.
 package struct MonotonicTime: Sendable, Hashable, Comparable {
-    /// The distance from the clock's epoch (the machine's boot).
-    package var sinceEpoch: Duration
+    /// Nanoseconds from the clock's epoch (the machine's boot).
+    package var nanoseconds: Int64
 
-    /// The reading `sinceEpoch` after the clock's epoch.
+    /// The reading `nanoseconds` after the clock's epoch.
+    package init(nanoseconds: Int64) {
+        self.nanoseconds = nanoseconds
+    }
+
+    /// The reading `sinceEpoch` after the clock's epoch (to the nanosecond, saturating).
     package init(sinceEpoch: Duration) {
-        self.sinceEpoch = sinceEpoch
+        self.nanoseconds = Self.nanoseconds(sinceEpoch)
     }
 
     /// The same point as `instant`.
     package init(_ instant: ContinuousClock.Instant) {
-        self.sinceEpoch = ContinuousClock().systemEpoch.duration(to: instant)
+        self.init(sinceEpoch: ContinuousClock().systemEpoch.duration(to: instant))
     }
+
+    /// The distance from the clock's epoch.
+    package var sinceEpoch: Duration { .nanoseconds(self.nanoseconds) }
 
     /// The same point as a `ContinuousClock.Instant`.
     package var instant: ContinuousClock.Instant {
@@ -39,26 +49,53 @@ package struct MonotonicTime: Sendable, Hashable, Comparable {
         var reading = timespec()
         // Cannot fail: the clock exists on every Linux this runs on, and `reading` is valid.
         clock_gettime(CLOCK_BOOTTIME, &reading)
-        return MonotonicTime(
-            sinceEpoch: Duration(
-                secondsComponent: Int64(reading.tv_sec),
-                attosecondsComponent: Int64(reading.tv_nsec) * 1_000_000_000
-            )
-        )
+        // Cannot overflow: seconds since boot times 10^9 stay far below 2^63.
+        return MonotonicTime(nanoseconds: Int64(reading.tv_sec) &* 1_000_000_000 &+ Int64(reading.tv_nsec))
     }
 
     /// Whether `lhs` comes before `rhs`.
     package static func < (lhs: MonotonicTime, rhs: MonotonicTime) -> Bool {
-        lhs.sinceEpoch < rhs.sinceEpoch
+        lhs.nanoseconds < rhs.nanoseconds
     }
 
-    /// The reading `rhs` after `lhs`.
+    /// The reading `rhs` after `lhs` (saturating).
     package static func + (lhs: MonotonicTime, rhs: Duration) -> MonotonicTime {
-        MonotonicTime(sinceEpoch: lhs.sinceEpoch + rhs)
+        MonotonicTime(nanoseconds: Self.saturating(lhs.nanoseconds, plus: Self.nanoseconds(rhs)))
+    }
+
+    /// The reading `milliseconds` after this one (saturating): the request path's deadlines,
+    /// whose limits are kept in milliseconds, without a `Duration`.
+    package func advanced(byMilliseconds milliseconds: Int) -> MonotonicTime {
+        let (product, overflow) = Int64(clamping: milliseconds).multipliedReportingOverflow(by: 1_000_000)
+        return MonotonicTime(
+            nanoseconds: Self.saturating(self.nanoseconds, plus: overflow ? (milliseconds < 0 ? .min : .max) : product)
+        )
     }
 
     /// The time from `rhs` to `lhs` (negative when `lhs` comes first).
     package static func - (lhs: MonotonicTime, rhs: MonotonicTime) -> Duration {
-        lhs.sinceEpoch - rhs.sinceEpoch
+        .nanoseconds(lhs.nanoseconds(since: rhs))
+    }
+
+    /// The nanoseconds from `earlier` to this reading (negative when this one comes first;
+    /// saturating).
+    package func nanoseconds(since earlier: MonotonicTime) -> Int64 {
+        let (difference, overflow) = self.nanoseconds.subtractingReportingOverflow(earlier.nanoseconds)
+        guard !overflow else { return earlier.nanoseconds > 0 ? .min : .max }
+        return difference
+    }
+
+    /// `duration` in whole nanoseconds (toward zero), saturating at the ends of `Int64`.
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return seconds < 0 ? .min : .max }
+        return Self.saturating(product, plus: attoseconds / 1_000_000_000)
+    }
+
+    private static func saturating(_ value: Int64, plus addend: Int64) -> Int64 {
+        let (sum, overflow) = value.addingReportingOverflow(addend)
+        guard !overflow else { return addend < 0 ? .min : .max }
+        return sum
     }
 }
