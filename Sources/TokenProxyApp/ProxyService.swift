@@ -137,6 +137,8 @@ package final class ProxyService: Sendable {
         {
             self.logger.warning("listen, admin, limits and token_store changes take effect after a restart")
         }
+        // The providers first: the handler's routes take their providers' entries from the
+        // reloaded registry.
         self.forwarder.reload(configuration)
         self.handler.reload(configuration)
     }

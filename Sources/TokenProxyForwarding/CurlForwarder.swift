@@ -98,7 +98,9 @@ package final class CurlForwarder: RouteForwarder {
         let hasBody = exchange.head.framing != .none && exchange.head.framing != .contentLength(0)
         var entry: CredentialRegistry.Entry?
         if let providerName = match.route.provider {
-            guard let found = self.credentials.entry(providerName) else {
+            // The route's entry as taken when the configuration was loaded, without a look-up
+            // by name.
+            guard let found = match.services?.provider ?? self.credentials.entry(providerName) else {
                 ForwardingRecord.observe(exchange, reportedBy: report)
                 exchange.respond(
                     ErrorResponse.response(

@@ -138,7 +138,11 @@ package final class ProxyHandler: HTTPExchangeHandler {
                 // Made once per configuration rather than looked up by name per request.
                 var routeLogger = logger
                 routeLogger[metadataKey: "route"] = "\(route.name)"
-                return RouteServices(logger: routeLogger, metrics: metrics.series(forRoute: route.name))
+                return RouteServices(
+                    logger: routeLogger,
+                    metrics: metrics.series(forRoute: route.name),
+                    provider: route.provider.flatMap { credentials?.entry($0) }
+                )
             },
             policy: RequestPolicy(allowedHosts: configuration.allowedHosts, requireHeader: configuration.requireHeader),
             admin: AdminEndpoints(
@@ -153,7 +157,8 @@ package final class ProxyHandler: HTTPExchangeHandler {
         )
     }
 
-    /// Replaces the configuration for exchanges that start from now on.
+    /// Replaces the configuration for exchanges that start from now on. Called after the
+    /// forwarder's reload, so that each route takes its provider's current entry.
     package func reload(_ configuration: ProxyConfiguration) {
         // Listeners are fixed at start: the current ones are kept.
         self.snapshot.withLockedValue { current in

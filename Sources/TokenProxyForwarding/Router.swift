@@ -1,5 +1,6 @@
 import Logging
 import TokenProxyConfiguration
+import TokenProxyCredentials
 import TokenProxyMetrics
 import TokenProxySupport
 import TokenProxyUpstream
@@ -167,4 +168,8 @@ struct RouteServices: Sendable {
     let logger: Logger
     /// The route's series of the request metrics.
     let metrics: ProxyMetrics.RouteSeries
+    /// The route's provider as the credential registry held it when the configuration was
+    /// loaded (the registry is reloaded before the routes): nil for a route without one, or
+    /// one the registry did not know, which the forwarder then looks up by name.
+    var provider: CredentialRegistry.Entry? = nil
 }

@@ -22,6 +22,29 @@ struct ForwardingTests {
         #expect(seen.headers.first("X-Forwarded-Host") == "localhost")
     }
 
+    /// A reload that changes a route's provider takes effect on the next request: the routes
+    /// take the providers' entries the reloaded registry holds, not the ones it retired.
+    @Test func aReloadedProviderIsWhatTheNextRequestCarries() throws {
+        let fixture = try ForwardingFixture()
+        let client = try fixture.client()
+        try client.send("GET /api/a HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        #expect(fixture.upstream.requests.last?.headers.first("Authorization") == "Bearer upstream-token-1")
+        fixture.proxy.service.reload(
+            TestProxy.configuration(
+                """
+                {"providers": {"svc": {"grant": "static", "token": "upstream-token-2"}},
+                 "routes": [{"name": "api", "path_prefix": "/api",
+                   "upstream": "http://127.0.0.1:\(fixture.upstream.port)/base", "provider": "svc",
+                   "allow_insecure_upstream": true}]}
+                """
+            )
+        )
+        try client.send("GET /api/b HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        #expect(fixture.upstream.requests.last?.headers.first("Authorization") == "Bearer upstream-token-2")
+    }
+
     @Test func aTokenThatCannotBeSentIsAnsweredNotForwarded() throws {
         let fixture = try ForwardingFixture(provider: #"{"grant": "static", "token": "key\u0001x"}"#)
         let client = try fixture.client()
