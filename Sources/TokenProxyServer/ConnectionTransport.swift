@@ -1,4 +1,3 @@
-import Dispatch
 import TokenProxySupport
 
 /// The byte stream under an ``HTTPConnection`` and the events it reports: reading and
@@ -21,7 +20,7 @@ protocol ConnectionTransport: SendableMetatype {
     func start(_ handler: @escaping (ConnectionTransportEvent) -> Void)
 
     /// The current instant on the clock the deadlines are measured on.
-    var now: DispatchTime { get }
+    var now: MonotonicTime { get }
 
     /// Reads once, appending what arrived to `input`: the byte count, 0 at the end of input,
     /// -1 when nothing can be read now. A reset or another failure throws.
@@ -47,7 +46,7 @@ protocol ConnectionTransport: SendableMetatype {
 
     /// Makes the timer report ``ConnectionTransportEvent/deadline`` once at `deadline`,
     /// replacing any earlier schedule.
-    func scheduleTimer(at deadline: DispatchTime)
+    func scheduleTimer(at deadline: MonotonicTime)
 
     /// Stops every event and releases the stream; ``ConnectionTransportEvent/closed`` is
     /// reported once that is done. The flags say which readiness reports are suspended now.

@@ -1,4 +1,3 @@
-import Dispatch
 import TokenProxySupport
 
 /// Carrying out ``ConnectionStateMachine``'s actions: the transport's readiness reports, the
@@ -104,7 +103,7 @@ extension HTTPConnection {
             _ = self.deadlines.setInput(nil)
             return
         }
-        self.reschedule(self.deadlines.setInput(self.transport.now + seconds))
+        self.reschedule(self.deadlines.setInput(self.transport.now.advanced(bySeconds: seconds)))
     }
 
     /// A client that takes no byte of its answer for the idle time (a tunnel's idle time
@@ -113,10 +112,10 @@ extension HTTPConnection {
     /// transfer, for as long as it likes; it also bounds any wait for a writable event.
     private func armSendDeadline() {
         let seconds = self.lifecycle.isTunnel ? self.settings.tunnelIdleTimeout : self.settings.idleTimeout
-        self.reschedule(self.deadlines.setSend(self.transport.now + seconds))
+        self.reschedule(self.deadlines.setSend(self.transport.now.advanced(bySeconds: seconds)))
     }
 
-    private func reschedule(_ fire: DispatchTime?) {
+    private func reschedule(_ fire: MonotonicTime?) {
         if let fire {
             self.transport.scheduleTimer(at: fire)
         }
@@ -142,7 +141,7 @@ extension HTTPConnection {
     /// the response the client has not read yet.
     private func beginLingeringClose() {
         self.transport.shutdownOutput()
-        self.reschedule(self.deadlines.setLinger(self.transport.now + Self.lingerSeconds))
+        self.reschedule(self.deadlines.setLinger(self.transport.now.advanced(bySeconds: Self.lingerSeconds)))
         self.updateReadInterest()
     }
 

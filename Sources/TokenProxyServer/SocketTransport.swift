@@ -69,9 +69,12 @@ struct SocketTransport: ConnectionTransport {
         self.writeSource.suspend()
     }
 
-    /// Reschedules the one timer source.
-    func scheduleTimer(at deadline: DispatchTime) {
-        self.timer.schedule(deadline: deadline)
+    /// Reschedules the one timer source. Dispatch's timers run on their own clock: the
+    /// deadline becomes the same distance from that clock's now (a reschedule is rare: only
+    /// for a deadline earlier than the one the source already fires at).
+    func scheduleTimer(at deadline: MonotonicTime) {
+        let wait = max(0, deadline.nanoseconds(since: .now))
+        self.timer.schedule(deadline: .now() + .nanoseconds(Int(clamping: wait)))
     }
 
     /// Cancels the timer and both sources (resuming suspended ones first); the descriptor
@@ -88,8 +91,9 @@ struct SocketTransport: ConnectionTransport {
         self.writeSource.cancel()
     }
 
-    /// The monotonic clock Dispatch timers use.
-    var now: DispatchTime { .now() }
+    /// The monotonic clock, read without Dispatch's conversions (two calls into libdispatch
+    /// each time, twice a request).
+    var now: MonotonicTime { .now }
 
     /// Reads once through the thread's read buffer (``Socket/readThroughThreadBuffer(_:_:)``).
     func read(into input: inout ByteQueue) throws(SystemError) -> Int {

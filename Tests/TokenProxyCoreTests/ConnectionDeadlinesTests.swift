@@ -1,11 +1,11 @@
-import Dispatch
 import Testing
+import TokenProxySupport
 
 @testable import TokenProxyServer
 
 struct ConnectionDeadlinesTests {
-    private func at(_ seconds: UInt64) -> DispatchTime {
-        DispatchTime(uptimeNanoseconds: 1_000_000_000 + seconds * 1_000_000_000)
+    private func at(_ seconds: Int64) -> MonotonicTime {
+        MonotonicTime(nanoseconds: 1_000_000_000 + seconds * 1_000_000_000)
     }
 
     @Test func theSourceIsRescheduledOnlyForAnEarlierDeadline() {

@@ -51,4 +51,19 @@ struct MonotonicTimeTests {
         #expect(MonotonicTime(nanoseconds: .max).nanoseconds(since: MonotonicTime(nanoseconds: -1)) == .max)
         #expect(MonotonicTime(nanoseconds: .min).nanoseconds(since: MonotonicTime(nanoseconds: 1)) == .min)
     }
+
+    /// Seconds as a connection's limits give them: to the nanosecond, and bounded whatever
+    /// the value (a limit is validated, but the conversion must hold for any double).
+    @Test func advancesBySecondsWithinBounds() {
+        let time = MonotonicTime(nanoseconds: 1_000_000_000_000)
+        #expect(time.advanced(bySeconds: 0.999).nanoseconds(since: time) == 999_000_000)
+        #expect(time.advanced(bySeconds: 60).nanoseconds(since: time) == 60_000_000_000)
+        #expect(time.advanced(bySeconds: 1e-9).nanoseconds(since: time) == 1)
+        #expect(time.advanced(bySeconds: -1.5).nanoseconds(since: time) == -1_500_000_000)
+        #expect(time.advanced(bySeconds: .infinity).nanoseconds == .max)
+        #expect(time.advanced(bySeconds: 1e300).nanoseconds == .max)
+        #expect(time.advanced(bySeconds: 9_223_372_036.854_775_807).nanoseconds == .max)
+        #expect(time.advanced(bySeconds: -.infinity).nanoseconds == .min + 1_000_000_000_000)
+        #expect(time.advanced(bySeconds: .nan) == time)
+    }
 }

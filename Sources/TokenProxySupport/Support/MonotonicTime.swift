@@ -72,6 +72,16 @@ package struct MonotonicTime: Sendable, Hashable, Comparable {
         )
     }
 
+    /// The reading `seconds` after this one, to the nanosecond (saturating; not a number
+    /// counts as none): a connection's deadlines, whose limits are configured in seconds.
+    package func advanced(bySeconds seconds: Double) -> MonotonicTime {
+        let nanoseconds = (seconds * 1_000_000_000).rounded()
+        // `Int64(exactly:)`-style bounds: 2^63 is exactly representable, `Int64.max` is not.
+        let interval: Int64 =
+            nanoseconds.isNaN ? 0 : nanoseconds >= 0x1p63 ? .max : nanoseconds < -0x1p63 ? .min : Int64(nanoseconds)
+        return MonotonicTime(nanoseconds: Self.saturating(self.nanoseconds, plus: interval))
+    }
+
     /// The time from `rhs` to `lhs` (negative when `lhs` comes first).
     package static func - (lhs: MonotonicTime, rhs: MonotonicTime) -> Duration {
         .nanoseconds(lhs.nanoseconds(since: rhs))

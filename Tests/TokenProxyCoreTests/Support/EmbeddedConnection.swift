@@ -97,7 +97,7 @@ final class EmbeddedConnection {
 
     /// Moves the connection's clock on by `seconds`; deadlines reached fire.
     func advance(by seconds: Double) {
-        self.run { self.transport.clock = self.transport.clock + seconds }
+        self.run { self.transport.clock = self.transport.clock.advanced(bySeconds: seconds) }
     }
 
     /// Everything written since the last take, as bytes.

@@ -1,4 +1,3 @@
-import Dispatch
 import Testing
 
 @testable import TokenProxyServer
@@ -38,9 +37,9 @@ final class MemoryTransport: ConnectionTransport {
     /// Whether writability is reported (the connection waits to write).
     private(set) var isWaitingForWritable = false
     /// The instant the timer fires at, if scheduled.
-    private(set) var timerFire: DispatchTime?
+    private(set) var timerFire: MonotonicTime?
     /// The manual clock.
-    var clock = DispatchTime(uptimeNanoseconds: 1_000_000_000_000)
+    var clock = MonotonicTime(nanoseconds: 1_000_000_000_000)
     /// The connection closed the transport.
     private(set) var isClosed = false
     /// ``ConnectionTransportEvent/closed`` was reported.
@@ -53,7 +52,7 @@ final class MemoryTransport: ConnectionTransport {
         self.handler = handler
     }
 
-    var now: DispatchTime { self.clock }
+    var now: MonotonicTime { self.clock }
 
     func read(into input: inout ByteQueue) throws(SystemError) -> Int {
         if self.isReset {
@@ -105,7 +104,7 @@ final class MemoryTransport: ConnectionTransport {
         self.isWaitingForWritable = false
     }
 
-    func scheduleTimer(at deadline: DispatchTime) {
+    func scheduleTimer(at deadline: MonotonicTime) {
         self.timerFire = deadline
     }
 
