@@ -5,8 +5,9 @@ import TokenProxySupport
 
 /// What an exchange's access line and metrics need once it completes. Its observer (a
 /// ``ForwardingRecord``, or the request's ``ForwardingAttempt``) hands it the exchange and
-/// the ``ForwardingOutcome`` when it ends.
-package struct AccessReport {
+/// the ``ForwardingOutcome`` when it ends. An object made once per route and configuration
+/// (``RouteServices``), so that a request takes it as one reference.
+package final class AccessReport: Sendable {
     let logger: Logger
     let metrics: ProxyMetrics
     /// The route named on the access line.
@@ -15,6 +16,16 @@ package struct AccessReport {
     let series: ProxyMetrics.RouteSeries
     /// Whether access lines are written at the logger's level.
     let logs: Bool
+
+    /// A report to `logger` (access lines, when its level writes them) and `metrics`, on the
+    /// access line as `route`, counted in `series`.
+    init(logger: Logger, metrics: ProxyMetrics, route: String, series: ProxyMetrics.RouteSeries) {
+        self.logger = logger
+        self.metrics = metrics
+        self.route = route
+        self.series = series
+        self.logs = logger.logLevel <= .info
+    }
 
     /// Records the metrics and writes the access line (`docs/reference/log-fields.md`) of
     /// `exchange`, which has just ended (`finished` when its response was complete) after

@@ -140,7 +140,12 @@ package final class ProxyHandler: HTTPExchangeHandler {
                 routeLogger[metadataKey: "route"] = "\(route.name)"
                 return RouteServices(
                     logger: routeLogger,
-                    metrics: metrics.series(forRoute: route.name),
+                    report: AccessReport(
+                        logger: logger,
+                        metrics: metrics,
+                        route: route.name,
+                        series: metrics.series(forRoute: route.name)
+                    ),
                     provider: route.provider.flatMap { credentials?.entry($0) }
                 )
             },
@@ -200,7 +205,6 @@ package final class ProxyHandler: HTTPExchangeHandler {
             self.reject(exchange, ProxyError(.noRoute, "no route matches \(exchange.head.path)"))
             return
         }
-        let services = match.services
         if match.route.incomingAuthorization == .reject {
             // The credential header is the provider's (`header`), Authorization by default.
             let credentialHeader =
@@ -222,8 +226,8 @@ package final class ProxyHandler: HTTPExchangeHandler {
         self.forwarder.forward(
             exchange,
             along: match,
-            report: self.accessReport(route: match.route.name, series: services?.metrics),
-            logger: services?.logger ?? self.logger
+            report: match.services?.report ?? self.accessReport(route: match.route.name),
+            logger: match.services?.logger ?? self.logger
         )
     }
 
@@ -291,8 +295,7 @@ package final class ProxyHandler: HTTPExchangeHandler {
             logger: self.logger,
             metrics: self.metrics,
             route: route,
-            series: series ?? self.metrics.series(forRoute: metricsRoute ?? route),
-            logs: self.logger.logLevel <= .info
+            series: series ?? self.metrics.series(forRoute: metricsRoute ?? route)
         )
     }
 

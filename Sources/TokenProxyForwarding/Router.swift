@@ -18,18 +18,25 @@ package struct Router: Sendable {
         /// The matched route's entry, shared by every match of it: the route is not copied
         /// per request.
         private let entry: Entry
+        // The entry's parts are yielded where they lie (`_read`) rather than returned: a
+        // caller that reads one field of them copies that field, not the whole value.
+
         /// The matched route.
         var route: RouteConfiguration {
             _read { yield self.entry.route }
         }
         /// The route's upstream base, parsed once when the router was built.
-        var base: Result<UpstreamURL.Base, UpstreamURL.Failure> { self.entry.base }
+        var base: Result<UpstreamURL.Base, UpstreamURL.Failure> {
+            _read { yield self.entry.base }
+        }
         /// The route's connection settings when they are fixed, made once when the router was
         /// built (``RouteConfiguration/fixedConnection``).
         var fixedConnection: CurlRequestSetup.Connection? { self.entry.fixedConnection }
-        /// The route's logger and metrics series, resolved once when the router was built;
-        /// nil for a router built without them.
-        var services: RouteServices? { self.entry.services }
+        /// The route's logger, metrics series and provider, resolved once when the router was
+        /// built; nil for a router built without them.
+        var services: RouteServices? {
+            _read { yield self.entry.services }
+        }
         /// The request path with the prefix removed when `strip_prefix` is set (possibly
         /// empty), else the whole path.
         let upstreamPath: String
@@ -166,8 +173,9 @@ package struct Router: Sendable {
 struct RouteServices: Sendable {
     /// The handler's logger with the route's name attached.
     let logger: Logger
-    /// The route's series of the request metrics.
-    let metrics: ProxyMetrics.RouteSeries
+    /// Where the route's requests are reported: its access line and its series of the
+    /// request metrics.
+    let report: AccessReport
     /// The route's provider as the credential registry held it when the configuration was
     /// loaded (the registry is reloaded before the routes): nil for a route without one, or
     /// one the registry did not know, which the forwarder then looks up by name.
