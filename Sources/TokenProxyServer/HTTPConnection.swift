@@ -217,9 +217,12 @@ final class HTTPConnection<Transport: ConnectionTransport> {
         return self.parseStep(copyingBodyInto: &unused)
     }
 
-    private func startExchange(_ head: HTTPRequestHead) {
+    private func startExchange(_ head: consuming HTTPRequestHead) {
         let hasBody = head.framing != .none && head.framing != .contentLength(0)
+        let keepAlive = head.keepAlive
+        let expectsContinue = head.expectsContinue
         self.encoder = ResponseEncoder()
+        // The head moves into the exchange (its last use here): no copy of its strings.
         let exchange = HTTPExchange(
             head: head,
             remoteAddress: self.remoteAddress,
@@ -227,13 +230,7 @@ final class HTTPConnection<Transport: ConnectionTransport> {
             connection: self
         )
         self.current = exchange
-        self.perform(
-            self.lifecycle.headReceived(
-                keepAlive: head.keepAlive,
-                hasBody: hasBody,
-                expectsContinue: head.expectsContinue
-            )
-        )
+        self.perform(self.lifecycle.headReceived(keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue))
         if !hasBody {
             // Consume the parser's `.end` so it is ready for the next pipelined request.
             _ = self.parseStep()

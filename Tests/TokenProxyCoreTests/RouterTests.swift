@@ -115,4 +115,24 @@ struct RouterTests {
             #expect(fixedOptions.firstByteTimeout == madeOptions.firstByteTimeout)
         }
     }
+
+    /// The segment-prefix rule on its own, for every shape of path against prefix: equal,
+    /// longer by a segment, longer within a segment, shorter, empty prefix, multi-byte UTF-8
+    /// (whose bytes are compared, not characters), and strings long enough to live on the heap.
+    @Test(arguments: [
+        ("/gh", "/gh", true),
+        ("/gh/x", "/gh", true),
+        ("/ghost", "/gh", false),
+        ("/g", "/gh", false),
+        ("", "/gh", false),
+        ("/anything", "", true),
+        ("", "", true),
+        ("/caf\u{E9}/menu", "/caf\u{E9}", true),
+        ("/cafe\u{301}/menu", "/caf\u{E9}", false),
+        ("/a-long-prefix-beyond-fifteen-bytes/and/more", "/a-long-prefix-beyond-fifteen-bytes", true),
+        ("/a-long-prefix-beyond-fifteen-bytesX", "/a-long-prefix-beyond-fifteen-bytes", false),
+    ])
+    func segmentPrefixes(path: String, prefix: String, matches: Bool) {
+        #expect(Router.path(path, hasSegmentPrefix: prefix) == matches)
+    }
 }
