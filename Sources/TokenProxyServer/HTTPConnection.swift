@@ -230,7 +230,9 @@ final class HTTPConnection<Transport: ConnectionTransport> {
             connection: self
         )
         self.current = exchange
-        self.perform(self.lifecycle.headReceived(keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue))
+        self.perform(
+            self.lifecycle.headReceived(keepAlive: keepAlive, hasBody: hasBody, expectsContinue: expectsContinue)
+        )
         if !hasBody {
             // Consume the parser's `.end` so it is ready for the next pipelined request.
             _ = self.parseStep()
