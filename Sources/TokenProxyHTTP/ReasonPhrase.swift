@@ -1,7 +1,7 @@
 /// Standard reason phrases for the statuses the proxy produces or commonly relays.
-enum ReasonPhrase {
+package enum ReasonPhrase {
     /// The reason phrase for `status`, or "Unknown" (clients ignore it, RFC 9112 §4).
-    static func `for`(_ status: Int) -> String {
+    package static func `for`(_ status: Int) -> String {
         switch status {
         case 100: return "Continue"
         case 101: return "Switching Protocols"

@@ -33,12 +33,13 @@ enum RequestLineParser {
         guard isValidTarget(targetBytes) else {
             return .failure(ProxyError(.badRequest, "invalid characters or percent-encoding in the request target"))
         }
-        let method = String(decoding: methodBytes, as: UTF8.self)
+        let method = Self.method(methodBytes)
         let target = String(decoding: targetBytes, as: UTF8.self)
         if targetBytes.first == UInt8(ascii: "/"), method != "CONNECT" {
-            // Origin-form, nearly every request: path and query straight from the bytes.
+            // Origin-form, nearly every request: path and query straight from the bytes; a
+            // target without a query is its own path (one string, not two).
             let mark = targetBytes.firstIndex(of: UInt8(ascii: "?"))
-            let path = String(decoding: targetBytes[..<(mark ?? targetEnd)], as: UTF8.self)
+            let path = mark.map { String(decoding: targetBytes[..<$0], as: UTF8.self) } ?? target
             let query = mark.map { String(decoding: targetBytes[($0 + 1)...], as: UTF8.self) }
             return .success(
                 Line(method: method, target: target, form: .origin, path: path, query: query, version: version)
@@ -69,6 +70,27 @@ enum RequestLineParser {
         }
         // RFC 9110 §6.2: a higher 1.x minor is answered as the highest we speak.
         return .success(minor == 0 ? .http1_0 : .http1_1)
+    }
+
+    /// The method as a String: the common ones as their literals rather than a string decoded
+    /// and validated from the bytes of every request (method names are case-sensitive,
+    /// RFC 9110 §9.1, so only the exact bytes match).
+    private static func method(_ bytes: UnsafeBufferPointer<UInt8>.SubSequence) -> String {
+        let raw = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes))
+        switch raw.count {
+        case 3 where Self.equal(raw, "GET"): return "GET"
+        case 3 where Self.equal(raw, "PUT"): return "PUT"
+        case 4 where Self.equal(raw, "POST"): return "POST"
+        case 4 where Self.equal(raw, "HEAD"): return "HEAD"
+        case 5 where Self.equal(raw, "PATCH"): return "PATCH"
+        case 6 where Self.equal(raw, "DELETE"): return "DELETE"
+        case 7 where Self.equal(raw, "OPTIONS"): return "OPTIONS"
+        default: return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    private static func equal(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+        bytes.elementsEqual(UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
     private static func digit(_ byte: UInt8) -> Int? {

@@ -91,9 +91,7 @@ struct UpstreamResponseParser: Sendable {
             // control character (a bare CR could split the answer) is replaced by the standard
             // phrase for the status (RFC 9112 §4: clients ignore it anyway).
             let reason = codeEnd < line.endIndex ? line[(codeEnd + 1)...] : nil
-            self.reason = reason.flatMap {
-                HTTPGrammar.isValidFieldValue($0) ? String(decoding: $0, as: UTF8.self) : nil
-            }
+            self.reason = reason.flatMap { Self.reasonPhrase($0, status: status) }
             self.forgetFields()
             self.framing = nil
             return .pending
@@ -320,6 +318,20 @@ struct UpstreamResponseParser: Sendable {
             return lastCodingIsChunked ? nil : "the upstream's transfer coding is not chunked"
         }
         return framing.declaredLength == .invalid ? "the upstream's Content-Length is invalid or conflicting" : nil
+    }
+
+    /// The reason phrase of a status line as a String: the standard phrase for `status` when
+    /// the bytes are exactly that (the usual case, with no string decoded), otherwise the
+    /// bytes as they came; nil for one with a control character.
+    private static func reasonPhrase(_ bytes: UnsafeRawBufferPointer.SubSequence, status: Int) -> String? {
+        let standard = ReasonPhrase.for(status)
+        let isStandard = standard.utf8.withContiguousStorageIfAvailable {
+            UnsafeRawBufferPointer($0).elementsEqual(UnsafeRawBufferPointer(rebasing: bytes))
+        }
+        if isStandard == true {
+            return standard
+        }
+        return HTTPGrammar.isValidFieldValue(bytes) ? String(decoding: bytes, as: UTF8.self) : nil
     }
 
     /// The framing read when the head completed, or the one of the fields so far.

@@ -314,3 +314,26 @@ struct HTTPRequestParserTests {
         #expect(head(events)?.headers.first("X-Long")?.count == 60_000)
     }
 }
+
+/// The request line's method, target, path and query as strings, whichever way they are
+/// made: a common method is its literal, any other is decoded from the bytes (case kept, since
+/// methods are case-sensitive, RFC 9110 §9.1), and a target without a query is its own path.
+struct RequestLineStringsTests {
+    @Test(arguments: [
+        "GET", "PUT", "POST", "HEAD", "PATCH", "DELETE", "OPTIONS", "get", "Get", "GETS", "GE", "PROPFIND", "M-SEARCH",
+        "OPTIONX", "POSTS",
+    ])
+    func methodsAreTheirBytes(method: String) throws {
+        let line = Array("\(method) /a/b?c=d HTTP/1.1".utf8)
+        let parsed = try line.withUnsafeBufferPointer { try RequestLineParser.parse($0).get() }
+        #expect(parsed.method == method)
+        #expect(parsed.target == "/a/b?c=d" && parsed.path == "/a/b" && parsed.query == "c=d")
+    }
+
+    @Test(arguments: ["/", "/a/b", "/a-long-path-that-does-not-fit-in-a-small-string/x"])
+    func aTargetWithoutAQueryIsItsPath(target: String) throws {
+        let line = Array("GET \(target) HTTP/1.1".utf8)
+        let parsed = try line.withUnsafeBufferPointer { try RequestLineParser.parse($0).get() }
+        #expect(parsed.target == target && parsed.path == target && parsed.query == nil)
+    }
+}

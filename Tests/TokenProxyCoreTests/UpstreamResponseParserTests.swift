@@ -203,6 +203,18 @@ struct UpstreamResponseParserTests {
         #expect(try self.parse(["HTTP/1.1 299 Fine Enough"]).reason == "Fine Enough")
     }
 
+    /// The phrase is relayed as it came, whether it is the standard one for the status (taken
+    /// without decoding), another one, a standard one in another case, or one that belongs to
+    /// another status.
+    @Test(arguments: [
+        ("HTTP/1.1 200 OK", "OK"), ("HTTP/1.1 200 ok", "ok"), ("HTTP/1.1 200 OKAY", "OKAY"), ("HTTP/1.1 200 O", "O"),
+        ("HTTP/1.1 404 Not Found", "Not Found"), ("HTTP/1.1 404 OK", "OK"), ("HTTP/1.1 200 ", ""),
+        ("HTTP/1.1 599 Unknown", "Unknown"), ("HTTP/1.1 200 OK\u{7F}", nil),
+    ])
+    func reasonPhrasesAreRelayedAsTheyCame(line: String, reason: String?) throws {
+        #expect(try self.parse([line]).reason == reason)
+    }
+
     @Test func http2StatusLinesAndLengthsAreRead() throws {
         let head = try self.parse(["HTTP/2 404", "content-length: 12", "content-type: text/plain"])
         #expect(head.status == 404)
