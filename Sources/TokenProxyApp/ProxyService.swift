@@ -138,7 +138,9 @@ package final class ProxyService: Sendable {
             self.logger.warning("listen, admin, limits and token_store changes take effect after a restart")
         }
         // The providers first: the handler's routes take their providers' entries from the
-        // reloaded registry.
+        // reloaded registry. A request that starts between the two takes the previous routes
+        // with their entries, as requests already in flight keep them; a retired OAuth source
+        // hands a request that waits for a token to its successor.
         self.forwarder.reload(configuration)
         self.handler.reload(configuration)
     }

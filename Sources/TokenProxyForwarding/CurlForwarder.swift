@@ -79,6 +79,8 @@ package final class CurlForwarder: RouteForwarder {
         report: AccessReport,
         logger: Logger
     ) {
+        // An exchange the connection already ended (its client left) has had its end reported.
+        guard !exchange.isComplete else { return }
         // The route is read where the router keeps it: a local copy would copy all its fields.
         let base: UpstreamURL.Base
         let url: String
@@ -213,14 +215,11 @@ package final class CurlForwarder: RouteForwarder {
     }
 
     /// The engine serving `exchange`'s connection: chosen by the connection's context, so the
-    /// same for all of its requests. The context's address is spread by a multiplication
-    /// (Fibonacci hashing: its high bits depend on every bit of the address, where the low
-    /// bits of addresses handed out at a fixed stride would repeat) rather than hashed with
-    /// the standard library's seeded hash, a hundred instructions a request.
+    /// same for all of its requests, in turn by the order the contexts were made, so that
+    /// connections spread evenly over the engines (a hash of the context's address, as
+    /// before, cost a hundred instructions a request).
     private func engine(for exchange: HTTPExchange) -> CurlEngine {
         guard self.engines.count > 1 else { return self.engines[0] }
-        let address = UInt64(UInt(bitPattern: ObjectIdentifier(exchange.context)))
-        let spread = (address &* 0x9E37_79B9_7F4A_7C15) >> 32
-        return self.engines[Int(spread % UInt64(self.engines.count))]
+        return self.engines[Int(exchange.context.ordinal % UInt(self.engines.count))]
     }
 }

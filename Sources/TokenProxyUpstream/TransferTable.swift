@@ -10,9 +10,12 @@ struct TransferTable {
     /// The number of transfers in the table.
     private(set) var count = 0
 
-    /// Adds `transfer`, which is in no table.
+    /// Adds `transfer`, which is in no table (a transfer already in this one stays where it is).
     mutating func insert(_ transfer: CurlTransfer) {
-        assert(transfer.tableSlot < 0, "a transfer was added to an engine's table twice")
+        guard !self.contains(transfer) else {
+            assertionFailure("a transfer was added to an engine's table twice")
+            return
+        }
         let slot: Int
         if let reused = self.free.popLast() {
             slot = reused

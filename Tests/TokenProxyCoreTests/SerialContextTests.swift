@@ -20,6 +20,14 @@ private final class OrderLog: Sendable {
 }
 
 struct SerialContextTests {
+    /// Contexts made one after another are numbered in that order (other tests may make
+    /// contexts in between, so only the order is certain).
+    @Test func contextsAreNumberedInTheOrderTheyAreMade() {
+        let contexts = (0..<8).map { _ in SerialContext(queue: DispatchQueue(label: "tokenproxy.test.ordinal")) }
+        let ordinals = contexts.map(\.ordinal)
+        #expect(zip(ordinals, ordinals.dropFirst()).allSatisfy { $0 < $1 })
+    }
+
     @Test func theGateIsExclusiveAndKnowsItsHolder() {
         let context = SerialContext(queue: DispatchQueue(label: "test.context"))
         #expect(!context.isCurrent)

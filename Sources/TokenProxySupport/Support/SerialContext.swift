@@ -32,8 +32,15 @@ package final class SerialContext: @unchecked Sendable {
     /// is not the queue's); guarded by `gate`: only the thread holding it reads or writes it.
     private var inPlace = false
 
+    /// The order in which the context was made, counted over the process (wrapping): for
+    /// spreading contexts evenly, in turn, over a fixed set of resources, as the forwarder
+    /// spreads client connections over its engines.
+    package let ordinal: UInt
+    private static let made = Atomic<UInt>(0)
+
     /// Creates a context over `queue`, which must be serial.
     package init(queue: DispatchQueue) {
+        self.ordinal = Self.made.wrappingAdd(1, ordering: .relaxed).oldValue
         self.queue = queue
         self.gate = .allocate(capacity: 1)
         pthread_mutex_init(self.gate, nil)
