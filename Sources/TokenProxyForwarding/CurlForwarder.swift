@@ -216,8 +216,8 @@ package final class CurlForwarder: RouteForwarder {
 
     /// The engine serving `exchange`'s connection: chosen by the connection's context, so the
     /// same for all of its requests, in turn by the order the contexts were made, so that
-    /// connections spread evenly over the engines (a hash of the context's address, as
-    /// before, cost a hundred instructions a request).
+    /// connections spread evenly over the engines with no hashing per request (a seeded hash
+    /// of the context's address takes a hundred instructions).
     private func engine(for exchange: HTTPExchange) -> CurlEngine {
         guard self.engines.count > 1 else { return self.engines[0] }
         return self.engines[Int(exchange.context.ordinal % UInt(self.engines.count))]

@@ -162,8 +162,8 @@ package struct Router: Sendable {
 
     /// Whether `prefix` (without a trailing slash) is `path` or a whole-segment prefix of it.
     static func path(_ path: String, hasSegmentPrefix prefix: String) -> Bool {
-        // Compared as bytes where the strings keep them (every native string): the generic
-        // comparison of the two UTF-8 views cost a hundred and fifty instructions a route.
+        // Compared as bytes where the strings keep them (every native string): a generic
+        // comparison of the two UTF-8 views takes about a hundred and fifty instructions.
         let compared = path.utf8.withContiguousStorageIfAvailable { path in
             prefix.utf8.withContiguousStorageIfAvailable { prefix in
                 Self.bytes(path, haveSegmentPrefix: prefix)

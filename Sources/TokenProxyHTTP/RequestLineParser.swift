@@ -53,8 +53,8 @@ enum RequestLineParser {
 
     private static func version(_ bytes: UnsafeBufferPointer<UInt8>.SubSequence) -> Result<HTTPVersion, ProxyError> {
         let start = bytes.startIndex
-        // Byte by byte: a generic comparison with a string literal's UTF-8 view cost three
-        // hundred instructions a request.
+        // Byte by byte: a generic comparison with a string literal's UTF-8 view takes about
+        // three hundred instructions.
         guard bytes.count == 8, bytes[start] == UInt8(ascii: "H"), bytes[start + 1] == UInt8(ascii: "T"),
             bytes[start + 2] == UInt8(ascii: "T"), bytes[start + 3] == UInt8(ascii: "P"),
             bytes[start + 4] == UInt8(ascii: "/"),
