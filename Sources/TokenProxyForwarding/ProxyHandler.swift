@@ -284,18 +284,14 @@ package final class ProxyHandler: HTTPExchangeHandler {
         )
     }
 
-    /// What the exchange's access line and metrics need: counted in `series` (the route's as
-    /// the router keeps it), else under `metricsRoute`, by default `route`.
-    private func accessReport(
-        route: String,
-        metricsRoute: String? = nil,
-        series: ProxyMetrics.RouteSeries? = nil
-    ) -> AccessReport {
+    /// What the exchange's access line and metrics need: `route` on the access line, counted
+    /// under `metricsRoute`, by default `route`.
+    private func accessReport(route: String, metricsRoute: String? = nil) -> AccessReport {
         AccessReport(
             logger: self.logger,
             metrics: self.metrics,
             route: route,
-            series: series ?? self.metrics.series(forRoute: metricsRoute ?? route)
+            series: self.metrics.series(forRoute: metricsRoute ?? route)
         )
     }
 

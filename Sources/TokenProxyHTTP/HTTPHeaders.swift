@@ -148,7 +148,7 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
     package mutating func add(name: String, value: String) {
         // Through the UTF-8 views' contiguous storage, which a native String has: no copy of
         // either String, and no byte-by-byte copy.
-        let added = name.utf8.withContiguousStorageIfAvailable { name in
+        let added: Void?? = name.utf8.withContiguousStorageIfAvailable { name in
             value.utf8.withContiguousStorageIfAvailable { value in
                 self.appendRecord(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value))
             }

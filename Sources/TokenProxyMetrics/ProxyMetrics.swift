@@ -107,7 +107,7 @@ package final class ProxyMetrics: Sendable {
 
         /// Counts one answered request and, when known, its duration.
         package func requestFinished(status: Int?, duration: Duration?) {
-            self.requestFinished(status: status, nanoseconds: duration.map(ProxyMetrics.nanoseconds))
+            self.requestFinished(status: status, nanoseconds: duration.map(\.saturatingNanoseconds))
         }
 
         /// Counts one answered request and, when known, its duration in nanoseconds (as the
@@ -331,12 +331,5 @@ package final class ProxyMetrics: Sendable {
 
     private func counter(_ name: String, _ labels: [(String, String)]) -> CoreMetrics.Counter {
         self.table.counter(name, labels)
-    }
-
-    fileprivate static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        guard !overflow else { return .max }
-        return product &+ attoseconds / 1_000_000_000
     }
 }

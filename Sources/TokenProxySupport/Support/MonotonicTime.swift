@@ -28,7 +28,7 @@ package struct MonotonicTime: Sendable, Hashable, Comparable {
 
     /// The reading `sinceEpoch` after the clock's epoch (to the nanosecond, saturating).
     package init(sinceEpoch: Duration) {
-        self.nanoseconds = Self.nanoseconds(sinceEpoch)
+        self.nanoseconds = sinceEpoch.saturatingNanoseconds
     }
 
     /// The same point as `instant`.
@@ -60,7 +60,7 @@ package struct MonotonicTime: Sendable, Hashable, Comparable {
 
     /// The reading `rhs` after `lhs` (saturating).
     package static func + (lhs: MonotonicTime, rhs: Duration) -> MonotonicTime {
-        MonotonicTime(nanoseconds: Self.saturating(lhs.nanoseconds, plus: Self.nanoseconds(rhs)))
+        MonotonicTime(nanoseconds: Self.saturating(lhs.nanoseconds, plus: rhs.saturatingNanoseconds))
     }
 
     /// The reading `milliseconds` after this one (saturating): the request path's deadlines,
@@ -76,9 +76,17 @@ package struct MonotonicTime: Sendable, Hashable, Comparable {
     /// counts as none): a connection's deadlines, whose limits are configured in seconds.
     package func advanced(bySeconds seconds: Double) -> MonotonicTime {
         let nanoseconds = (seconds * 1_000_000_000).rounded()
-        // `Int64(exactly:)`-style bounds: 2^63 is exactly representable, `Int64.max` is not.
-        let interval: Int64 =
-            nanoseconds.isNaN ? 0 : nanoseconds >= 0x1p63 ? .max : nanoseconds < -0x1p63 ? .min : Int64(nanoseconds)
+        let interval: Int64
+        if nanoseconds.isNaN {
+            interval = 0
+        } else if nanoseconds >= 0x1p63 {
+            // 2^63 is exactly representable as a Double, `Int64.max` is not.
+            interval = .max
+        } else if nanoseconds < -0x1p63 {
+            interval = .min
+        } else {
+            interval = Int64(nanoseconds)
+        }
         return MonotonicTime(nanoseconds: Self.saturating(self.nanoseconds, plus: interval))
     }
 
@@ -93,14 +101,6 @@ package struct MonotonicTime: Sendable, Hashable, Comparable {
         let (difference, overflow) = self.nanoseconds.subtractingReportingOverflow(earlier.nanoseconds)
         guard !overflow else { return earlier.nanoseconds > 0 ? .min : .max }
         return difference
-    }
-
-    /// `duration` in whole nanoseconds (toward zero), saturating at the ends of `Int64`.
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        guard !overflow else { return seconds < 0 ? .min : .max }
-        return Self.saturating(product, plus: attoseconds / 1_000_000_000)
     }
 
     private static func saturating(_ value: Int64, plus addend: Int64) -> Int64 {
